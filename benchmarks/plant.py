@@ -1,0 +1,96 @@
+"""Plant throughput: substeps per second for bike_step and dyn4_step, forward and
+forward+backward, float32, eager and torch.compile, at several batch sizes, on CPU (and CUDA
+when present). Prints a table.
+
+    python benchmarks/plant.py [--batches 1 64 1024 4096 16384] [--no-compile] [--books]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from dyn4_gym.ground import Flat
+from dyn4_gym.plant import HUMVEE, bike_params, bike_step, dyn4_params, dyn4_rest, dyn4_step
+from dyn4_gym.plant.fast import compiled_step
+
+
+def _inputs(name, p, B, device):
+    if name == "bike":
+        x = torch.zeros(B, 8, device=device)
+    else:
+        x = dyn4_rest(p, Flat(), (B,)).to(device)
+    x = x.clone()
+    x[:, 3] = 10.0 + torch.rand(B, device=device)
+    u = torch.stack((0.05 * torch.randn(B, device=device), torch.randn(B, device=device)), -1)
+    return x, u
+
+
+def _time(fn, sync, min_time=0.5, min_iter=5):
+    fn()
+    fn()
+    sync()
+    n, t0 = 0, time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        if n >= min_iter and time.perf_counter() - t0 > min_time:
+            break
+    sync()
+    return (time.perf_counter() - t0) / n
+
+
+def run(batches, devices, use_compile, books=False):
+    rows = []
+    for device in devices:
+        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        for name, step, make in (("bike", bike_step, bike_params), ("dyn4", dyn4_step, dyn4_params)):
+            p = make(HUMVEE, dtype=torch.float32, device=device)
+            g = Flat()
+            kw = {"books": True} if (books and name == "dyn4") else {}
+            def eager(x, u):
+                return step(x, u, p, g, **kw)
+
+            for mode in ("eager", "compile") if use_compile else ("eager",):
+                for B in batches:
+                    x, u = _inputs(name, p, B, device)
+                    # one compiled function per (batch, grad mode): no recompiles inside a timing
+                    f_fwd = compiled_step(step, p, g, **kw) if mode == "compile" else eager
+                    f_bwd = compiled_step(step, p, g, **kw) if mode == "compile" else eager
+
+                    def fwd():
+                        with torch.no_grad():
+                            f_fwd(x, u)
+
+                    xg = x.clone().requires_grad_()
+
+                    def fwd_bwd():
+                        out = f_bwd(xg, u)
+                        out = out[0] if isinstance(out, tuple) else out
+                        out.sum().backward()
+
+                    tf, tb = _time(fwd, sync), _time(fwd_bwd, sync)
+                    rows.append((device, name, mode, B, B / tf, B / tb, tb / tf))
+                    print(f"{device:5s} {name:5s} {mode:8s} {B:6d} {B / tf:14,.0f} {B / tb:14,.0f} {tb / tf:6.2f}", flush=True)
+    return rows
+
+
+def main():
+    # one compiled function per (plant, batch, grad mode) shares the step's code object
+    torch._dynamo.config.recompile_limit = 256
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024, 4096, 16384])
+    ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--books", action="store_true", help="dyn4_step with books=True")
+    args = ap.parse_args()
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, float32, substeps per second")
+    print("ratio = (forward + backward) time / forward time")
+    print(f"{'dev':5s} {'plant':5s} {'mode':8s} {'batch':>6s} {'forward':>14s} {'fwd+bwd':>14s} {'ratio':>6s}")
+    run(args.batches, devices, not args.no_compile, args.books)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""The four-wheel plant's port-Hamiltonian form and its per-step energy books (PLANT.md, the
+second seed).
+
+In ``x = (q, p)`` with ``q = (z, phi, theta)`` and ``p = M xi`` for the twist
+``xi = (vx, vy, r, zd, phid, thetad)``, ``M = diag(m, m, Iz, m, Ix, Iy)``:
+
+    H  = 1/2 xi^T M xi + sum_i 1/2 k_i l_i^2 + m g z,     l_i = Fz0_i / k_i + hg_i - a_i . q
+    x' = (J(p) - R) dH/dx + G u + f_lever (+ f_grade),    u = (Fx_1 .. Fx_4),  y = G^T dH/dx
+    J  = [[0, 0, I], [0, J_h(p), 0], [-I, 0, 0]],  J_h = [[0, 0, p_y], [0, 0, -p_x], [-p_y, p_x, 0]]
+    R  = blockdiag(0, c_x e_x e_x^T + sum_i S_i n_i n_i^T, sum_i c_i a_i a_i^T)
+
+``S_i = -F_yi / w_i`` is the tire's exact secant (no speed floor: tire.py roots the force at
+``w = 0``), ``c_x = F_drag / vx`` the drag's, ``c_i`` the skyhook dampers. ``G``'s column ``i`` is
+the generalised force of a unit longitudinal force at wheel ``i``'s contact patch, ``h`` below the
+CG: ``(g_i, 0, h sin d_i, -h cos d_i)`` on ``(vx, vy, r, zd, phid, thetad)``, so ``y^T u`` is all
+the power the drive and brakes deliver; steering only turns ``g_i`` and ``n_i`` and does no work.
+``f_lever = (0, h sum F_y cos d, h sum F_y sin d)`` on ``(zd, phid, thetad)`` is the lateral forces'
+moment on roll and pitch: one-way (the slips never see roll and pitch rates), so neither in ``J``
+nor ``R``; it is its own line and zero when ``h = 0``.
+
+The books of one substep: ``dH = supplied - dissipated + lever + grade + ground + limiter +
+residual``, each a tensor per batch element [J]. Every line but ``ground`` and ``residual`` is the
+work of the forces the step applied, over the step, at the midpoint velocities
+``(xi + xi+) / 2``: for each velocity component ``M (v+ - v) = hdt F`` exactly, so the kinetic
+energy change is booked exactly, line by line. What is left, ``residual``, is the integration
+error of the conservative parts (the springs' quadrature and the gyroscopic terms, which the
+explicit ``vx`` and implicit ``(vy, r)`` updates do not cancel exactly): second order per step,
+so it falls about 4x per halving of ``hdt``. ``ground`` is exact: the springs' energy at the
+step's end on the ground under the new pose minus on the ground the step stood on.
+``dissipated = tire + damper + drag``; each is the work of dissipative forces, ``>= 0`` up to
+``O(hdt^2)``. ``limiter`` is what the speed clamp took (there is no low-speed blend outside R:
+both blends are inside the secants).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import NamedTuple
+
+import torch
+
+from .._math import tanhc
+from .dyn4 import _sym3, dyn4_forces, grade_force, wheel_points
+from .params import Dyn4Params
+from .planar import wheel_frames
+from .tire import lateral_secant
+
+__all__ = ["Books", "dyn4_energy", "step_books", "sum_books", "PHStructure", "ph_structure", "ph_rhs", "ph_state"]
+
+
+@dataclass(frozen=True)
+class Books:
+    """One substep's energy lines [J], each of the batch shape. See the module docstring."""
+
+    dH: torch.Tensor
+    supplied: torch.Tensor  # drive and brake work at the contact patches, y^T u
+    dissipated: torch.Tensor  # tire + damper + drag, >= 0
+    tire: torch.Tensor  # tire slip
+    damper: torch.Tensor  # skyhook dampers
+    drag: torch.Tensor  # aerodynamic drag and rolling resistance
+    lever: torch.Tensor  # lateral forces' moment on roll and pitch
+    grade: torch.Tensor  # the grade force's work (0 unless grade_force)
+    ground: torch.Tensor  # the terrain lifting the springs, exact
+    limiter: torch.Tensor  # the speed clamp
+    residual: torch.Tensor  # integration error, second order per step
+
+    def __add__(self, other: "Books") -> "Books":
+        return Books(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def flow(self) -> torch.Tensor:
+        """The energy that passed through the step, ``|supplied| + dissipated + |lever| + ...``."""
+        return (self.supplied.abs() + self.dissipated.abs() + self.lever.abs() + self.grade.abs()
+                + self.ground.abs() + self.limiter.abs())
+
+
+def sum_books(books) -> Books:
+    """Sum a sequence of per-step :class:`Books` over a rollout (elementwise over the batch)."""
+    books = list(books)
+    if not books:
+        raise ValueError("sum_books needs at least one Books")
+    return Books(**{f.name: torch.stack([getattr(b, f.name) for b in books]).sum(0) for f in fields(Books)})
+
+
+def _twist(x):
+    return x[..., 3], x[..., 4], x[..., 5], x[..., 9], x[..., 10], x[..., 11]
+
+
+def _energy_on(x: torch.Tensor, p: Dyn4Params, hg: torch.Tensor) -> torch.Tensor:
+    """``H`` with given ground heights under the wheels ``hg (..., 4)``."""
+    vx, vy, r, zd, phid, thetad = _twist(x)
+    q = x[..., 6:9]
+    disp = q[..., 0:1] + p.y_w * q[..., 1:2] - p.x_w * q[..., 2:3]
+    spring = p.Fz0 + p.k * (hg - disp)  # k_i l_i
+    kinetic = 0.5 * (p.m * (vx * vx + vy * vy + zd * zd) + p.Iz * r * r + p.Ix * phid * phid + p.Iy * thetad * thetad)
+    return kinetic + (0.5 * spring * spring / p.k).sum(-1) + p.m * p.g * q[..., 0]
+
+
+def dyn4_energy(x: torch.Tensor, p: Dyn4Params, g) -> torch.Tensor:
+    """The Hamiltonian ``H`` [J] of state(s) ``x (..., 14)`` on ground ``g``."""
+    _, hg = g(wheel_points(x[..., 0], x[..., 1], x[..., 2], p))
+    return _energy_on(x, p, hg)
+
+
+def _u(t):
+    return t.unsqueeze(-1) if t.ndim else t
+
+
+def step_books(x, x1, f, pl, f_ext, p: Dyn4Params, g, hdt: float) -> Books:
+    """The books of the substep ``x -> x1``, from the forces the step applied (dyn4.py)."""
+    vx0, vy0, r0, zd0, pd0, td0 = _twist(x)
+    vx1, vy1, r1, zd1, pd1, td1 = _twist(x1)
+    vx, vy, r = (vx0 + vx1) / 2, (vy0 + vy1) / 2, (r0 + r1) / 2
+    pd, td = (pd0 + pd1) / 2, (td0 + td1) / 2
+    cosd, sind, gv, nv = pl["frames"]
+    h = _u(p.h)
+    Fx, Fy, Fy0 = f["Fx"], pl["Fy"], pl["Fy0"]
+    ex = (vx.unsqueeze(-1), vy.unsqueeze(-1), r.unsqueeze(-1))
+    pd_, td_ = pd.unsqueeze(-1), td.unsqueeze(-1)
+    y = gv[0] * ex[0] + gv[1] * ex[1] + gv[2] * ex[2] + h * (sind * pd_ - cosd * td_)
+    supplied = hdt * (Fx * y).sum(-1)
+    tire = -hdt * (Fy0 * nv[0] * ex[0] + Fy * (nv[1] * ex[1] + nv[2] * ex[2])).sum(-1)
+    lever = hdt * (Fy * h * (cosd * pd_ + sind * td_)).sum(-1)
+    drag = hdt * pl["drag"] * vx
+    qd1 = x1[..., 9:12]
+    qdm = (x[..., 9:12] + qd1) / 2
+    rate1 = qd1[..., 0:1] + p.y_w * qd1[..., 1:2] - p.x_w * qd1[..., 2:3]
+    ratem = qdm[..., 0:1] + p.y_w * qdm[..., 1:2] - p.x_w * qdm[..., 2:3]
+    damper = hdt * (p.damp * rate1 * ratem).sum(-1)
+    grade = torch.zeros_like(supplied) if f_ext is None else hdt * (f_ext[0] * vx + f_ext[1] * vy + f_ext[2] * r)
+    limiter = p.m * (vx1 - pl["vx_free"]) * vx
+    H0 = _energy_on(x, p, f["hg"])
+    H1_old = _energy_on(x1, p, f["hg"])
+    H1 = dyn4_energy(x1, p, g)
+    ground = H1 - H1_old
+    dH = H1 - H0
+    dissipated = tire + damper + drag
+    residual = dH - (supplied - dissipated + lever + grade + ground + limiter)
+    return Books(dH=dH, supplied=supplied, dissipated=dissipated, tire=tire, damper=damper, drag=drag,
+                 lever=lever, grade=grade, ground=ground, limiter=limiter, residual=residual)
+
+
+class PHStructure(NamedTuple):
+    """The port-Hamiltonian structure at a state: ``(..., 9, 9)`` matrices, ``(..., 9)`` vectors."""
+
+    x: torch.Tensor  # (z, phi, theta, p_vx, p_vy, p_r, p_zd, p_phid, p_thetad)
+    dH: torch.Tensor  # dH/dx = (dV/dq, xi)
+    J: torch.Tensor
+    R: torch.Tensor
+    G: torch.Tensor  # (..., 9, 4)
+    u: torch.Tensor  # (..., 4) wheel longitudinal forces [N]
+    f_lever: torch.Tensor
+    f_grade: torch.Tensor
+    S: torch.Tensor  # (..., 4) tire secants
+
+
+def ph_state(x: torch.Tensor, p: Dyn4Params) -> torch.Tensor:
+    """``(q, p)`` (..., 9) of a plant state (..., 14)."""
+    vx, vy, r, zd, phid, thetad = _twist(x)
+    mom = torch.stack((p.m * vx, p.m * vy, p.Iz * r, p.m * zd, p.Ix * phid, p.Iy * thetad), -1)
+    return torch.cat((x[..., 6:9], mom), -1)
+
+
+def ph_structure(x: torch.Tensor, p: Dyn4Params, g) -> PHStructure:
+    """``J, R, G, dH/dx, u, f_lever, f_grade`` at state ``x`` (..., 14) on ground ``g``.
+
+    The steer and drive states of ``x`` are the inputs (the commands equal the lagged states),
+    so the wheel forces are those the plant applies at ``x``.
+    """
+    u_cmd = x[..., 12:14]
+    f = dyn4_forces(x, u_cmd, p, g, 1.0)
+    vx, vy, r, zd, phid, thetad = _twist(x)
+    cosd, sind, gv, nv = wheel_frames(f["delta_w"], p)
+    ex = (vx.unsqueeze(-1), vy.unsqueeze(-1), r.unsqueeze(-1))
+    w = nv[0] * ex[0] + nv[1] * ex[1] + nv[2] * ex[2]
+    uw = gv[0] * ex[0] + gv[1] * ex[1] + gv[2] * ex[2]
+    S = lateral_secant(w, uw, f["D"], p.B, p.C, p.E, _u(p.v_lat))
+    Fy = -S * w
+    batch = S.shape[:-1]
+    dt = x.dtype
+    z9 = torch.zeros(*batch, 9, 9, dtype=dt, device=x.device)
+    eye3 = torch.eye(3, dtype=dt, device=x.device).expand(*batch, 3, 3)
+    # J: q' = dH/dp_vert, p_vert' = -dH/dq, gyroscopic block on the planar momenta
+    px, py = p.m * vx, p.m * vy
+    zero = torch.zeros_like(px)
+    Jh = torch.stack((torch.stack((zero, zero, py), -1), torch.stack((zero, zero, -px), -1),
+                      torch.stack((-py, px, zero), -1)), -2)
+    J = torch.cat((torch.cat((z9[..., :3, :6], eye3), -1),
+                   torch.cat((z9[..., :3, :3], Jh, z9[..., :3, :3]), -1),
+                   torch.cat((-eye3, z9[..., :3, :6]), -1)), -2)
+    # R: drag secant + tire secants on the planar block, dampers on the vertical block
+    c_x = p.c_drag * vx.abs() + p.f_roll / p.v_roll * tanhc(vx / p.v_roll)
+    nmat = torch.stack(nv, -1)  # (..., 4, 3)
+    Rp = torch.einsum("...n,...ni,...nj->...ij", S, nmat, nmat)
+    Rp = Rp + c_x[..., None, None] * torch.tensor([[1.0, 0, 0], [0, 0, 0], [0, 0, 0]], dtype=dt, device=x.device)
+    Dv = _sym3(p.damp, p)
+    Rv = torch.stack((torch.stack((Dv[0], Dv[1], Dv[2]), -1), torch.stack((Dv[1], Dv[3], Dv[4]), -1),
+                      torch.stack((Dv[2], Dv[4], Dv[5]), -1)), -2).expand(*batch, 3, 3)
+    R = torch.cat((z9[..., :3, :], torch.cat((z9[..., :3, :3], Rp, z9[..., :3, :3]), -1),
+                   torch.cat((z9[..., :3, :6], Rv), -1)), -2)
+    # G: unit longitudinal force at each contact patch, h below the CG
+    h = _u(p.h)
+    zero4 = torch.zeros_like(gv[0] + 0 * S)
+    G = torch.stack((zero4, zero4, zero4, gv[0] + zero4, gv[1] + zero4, gv[2] + zero4, zero4,
+                     h * sind + zero4, -h * cosd + zero4), -2)
+    f_lever = torch.cat((torch.zeros(*batch, 6, dtype=dt, device=x.device),
+                         torch.stack((zero, (h * Fy * cosd).sum(-1), (h * Fy * sind).sum(-1)), -1)), -1)
+    f_grade = torch.zeros(*batch, 9, dtype=dt, device=x.device)
+    if p.grade_force:
+        fg = grade_force(x, p, g, f["spring"])
+        f_grade = torch.cat((f_grade[..., :3], torch.stack(fg, -1), f_grade[..., 6:]), -1)
+    spring = f["spring"]
+    dVdq = torch.stack((-spring.sum(-1) + p.m * p.g, -(spring * p.y_w).sum(-1), (spring * p.x_w).sum(-1)), -1)
+    dH = torch.cat((dVdq, torch.stack((vx, vy, r, zd, phid, thetad), -1)), -1)
+    return PHStructure(x=ph_state(x, p), dH=dH, J=J, R=R, G=G, u=f["Fx"], f_lever=f_lever, f_grade=f_grade, S=S)
+
+
+def ph_rhs(x: torch.Tensor, p: Dyn4Params, g) -> torch.Tensor:
+    """The port-Hamiltonian right-hand side ``(J - R) dH/dx + G u + f_lever + f_grade`` (..., 9)."""
+    s = ph_structure(x, p, g)
+    return (torch.einsum("...ij,...j->...i", s.J - s.R, s.dH) + torch.einsum("...ij,...j->...i", s.G, s.u)
+            + s.f_lever + s.f_grade)

@@ -1,0 +1,133 @@
+"""Standard manoeuvres on the plants: the envelope figures the tests gate and the demo prints.
+
+Each function runs a batch of scenarios in one torch batch, without gradients, and returns
+plain numbers and numpy traces. All speeds m/s, distances m, accelerations m/s^2.
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+import torch
+
+from ..ground import Flat, Ground
+from .dyn4 import dyn4_forces, dyn4_rest, dyn4_step
+from .state import DYN4
+
+__all__ = ["wheel_loads", "stop", "skidpad", "circle", "mu_split_stop", "bump", "kinematic_stop"]
+
+
+def wheel_loads(x: torch.Tensor, p, g: Ground | None = None) -> torch.Tensor:
+    """The four corner loads ``(..., 4)`` [N] (FL, FR, RL, RR) at state ``x``."""
+    u = torch.zeros(*x.shape[:-1], 2, dtype=x.dtype, device=x.device)
+    return dyn4_forces(x, u, p, Flat() if g is None else g, 0.01)["Fz"]
+
+
+def _start(p, g, v0: float, n: int = 1, X: float = 0.0, Y: float = 0.0) -> torch.Tensor:
+    x = dyn4_rest(p, g, (n,), X=X, Y=Y)
+    return torch.cat((x[..., :3], torch.full_like(x[..., 3:4], v0), x[..., 4:]), -1)
+
+
+@torch.no_grad()
+def stop(p, g: Ground | None = None, v0: float = 20.0, hdt: float = 0.01, t_max: float = 20.0) -> dict:
+    """Full-brake stop from ``v0``: distance from the brake command to ``vx < 0.01``."""
+    g = Flat() if g is None else g
+    x = _start(p, g, v0)
+    u = torch.stack((torch.zeros_like(p.a_brake), -p.a_brake)).expand(1, 2).to(x)
+    trace = [x]
+    for _ in range(int(t_max / hdt)):
+        x = dyn4_step(x, u, p, g, hdt)
+        trace.append(x)
+        if float(x[0, DYN4.VX]) < 0.01:
+            break
+    tr = torch.stack(trace, 0)[:, 0]
+    dist = float(torch.hypot(tr[-1, 0] - tr[0, 0], tr[-1, 1] - tr[0, 1]))
+    return dict(distance=dist, time=(len(trace) - 1) * hdt, trace=tr.numpy())
+
+
+@torch.no_grad()
+def skidpad(p, g: Ground | None = None, deltas=(0.08, 0.12, 0.18, 0.26), v0: float = 4.0,
+            ramp: float = 0.4, hdt: float = 0.01, window: float = 1.0, t_max: float = 60.0) -> dict:
+    """Peak sustained body lateral acceleration ``vy' + r vx`` at fixed steer, speed ramped.
+
+    For each steer angle (one batch row each) a speed loop drives the target speed up from
+    ``v0`` at ``ramp`` m/s^2; the lateral acceleration is averaged over ``window`` seconds and
+    its maximum taken while the car is still turning (yaw rate positive). Returns the max over
+    the steer angles and the per-angle figures.
+    """
+    g = Flat() if g is None else g
+    n = len(deltas)
+    x = _start(p, g, v0, n)
+    d = torch.as_tensor(deltas, dtype=x.dtype)
+    ay_hist = []
+    for k in range(int(t_max / hdt)):
+        v_t = v0 + ramp * k * hdt
+        a_cmd = (1.5 * (v_t - x[:, DYN4.VX])).clamp(-2.0, float(p.a_drive))
+        x1 = dyn4_step(x, torch.stack((d, a_cmd), -1), p, g, hdt)
+        ay = (x1[:, DYN4.VY] - x[:, DYN4.VY]) / hdt + x1[:, DYN4.R] * x1[:, DYN4.VX]
+        ay = torch.where(x1[:, DYN4.R] > 0, ay, torch.zeros_like(ay))
+        ay_hist.append(ay)
+        x = x1
+    hist = torch.stack(ay_hist, 0).numpy()
+    w = int(window / hdt)
+    kernel = np.ones(w) / w
+    per = [float(np.convolve(hist[:, i], kernel, mode="valid").max()) for i in range(n)]
+    return dict(ay_max=max(per), per_delta=dict(zip(deltas, per)))
+
+
+@torch.no_grad()
+def circle(p, g: Ground | None = None, deltas=(0.15, 0.30, 0.45), v: float = 3.0, hdt: float = 0.01,
+           t: float = 20.0) -> dict:
+    """Steer held at each ``delta`` at speed ``v``: the rear axle's circle radius vs ``L / tan(delta)``."""
+    g = Flat() if g is None else g
+    x = _start(p, g, v, len(deltas))
+    d = torch.as_tensor(deltas, dtype=x.dtype)
+    for _ in range(int(t / hdt)):
+        a_cmd = 2.0 * (v - x[:, DYN4.VX])
+        x = dyn4_step(x, torch.stack((d, a_cmd), -1), p, g, hdt)
+    vx, vy, r = x[:, DYN4.VX], x[:, DYN4.VY], x[:, DYN4.R]
+    radius = torch.hypot(vx, vy - r * p.lr) / r
+    kin = p.L / torch.tan(d)
+    return dict(radius=radius.numpy(), kinematic=kin.numpy(), rel_error=(radius / kin - 1).numpy())
+
+
+@torch.no_grad()
+def mu_split_stop(p, g: Ground, v0: float = 20.0, hdt: float = 0.01, t: float = 1.8) -> dict:
+    """Full brake from ``v0`` on a split ground, steering fixed straight: yaw after ``t`` s."""
+    x = _start(p, g, v0)
+    u = torch.stack((torch.zeros_like(p.a_brake), -p.a_brake)).expand(1, 2).to(x)
+    trace = [x]
+    for _ in range(int(t / hdt)):
+        x = dyn4_step(x, u, p, g, hdt)
+        trace.append(x)
+    tr = torch.stack(trace, 0)[:, 0]
+    return dict(yaw=float(tr[-1, DYN4.PSI]), trace=tr.numpy())
+
+
+@torch.no_grad()
+def bump(p, height: float = 0.1, v: float = 5.0, hdt: float = 0.01, t: float = 3.0) -> dict:
+    """Drive straight at ``v`` over a bump under the front-left wheel's track.
+
+    Returns the peak load of each wheel over its static load, and the load trace.
+    """
+    from ..ground import Bump
+
+    g = Bump(x=2.0 + v, y=float(p.y_w[..., 0]), height0=height, radius=0.5)
+    x = _start(p, g, v, X=0.0)
+    loads = [wheel_loads(x, p, g)]
+    trace = [x]
+    for _ in range(int(t / hdt)):
+        a_cmd = 2.0 * (v - x[:, DYN4.VX])
+        x = dyn4_step(x, torch.stack((torch.zeros_like(a_cmd), a_cmd), -1), p, g, hdt)
+        loads.append(wheel_loads(x, p, g))
+        trace.append(x)
+    Fz = torch.stack(loads, 0)[:, 0]
+    peak = (Fz.max(0).values / p.Fz0).numpy()
+    return dict(peak_ratio=peak, loads=Fz.numpy(), trace=torch.stack(trace, 0)[:, 0].numpy(), ground=g)
+
+
+def kinematic_stop(v0: float, mu: float, g: float = 9.81) -> float:
+    """``v^2 / (2 mu g)`` [m]."""
+    return v0 * v0 / (2.0 * mu * g)
+
+

@@ -1,0 +1,91 @@
+"""Tires: Pacejka's lateral force as an exact secant, longitudinal forces, load sensitivity.
+
+Lateral force (PLANT.md, "Tires and loads"). Wheel ``i`` has lateral velocity ``w_i = n_i . xi``
+and rolling velocity ``u_i = g_i . xi`` for the body twist ``xi = (vx, vy, r)``. Its slip angle is
+
+    alpha_i = atan(w_i / ubar_i),   ubar_i = sqrt(u_i^2 + v_lat^2)
+
+which is ``atan2(w, |u|)`` above walking pace and, below it, a smooth low-speed blend: at rest
+the tire acts as a stiff viscous damper ``F = -D B C w / v_lat`` instead of dividing by zero.
+``v_lat`` (the Humvee's 0.5 m/s) is chosen so the blend changes the slip angle by under 1.5 %
+at 3 m/s (the Ackermann gate) while keeping the secant bounded at rest. The force is Pacejka's
+
+    F_y = -D sin(C atan(B alpha - E (B alpha - atan(B alpha)))),  D = mu_i Fz_i e_i
+
+with ``e_i`` the friction-ellipse share left by the longitudinal force. It is rooted at
+``w = 0``, and we never form ``F / w`` numerically: the secant ``S = -F_y / w`` is computed as a
+product of ``sin(x)/x`` and ``atan(x)/x`` factors, each exact and smooth at 0, so ``S >= 0`` at any
+slip and steer angle (``C < 2``, ``E < 1``) and its gradient at ``w = 0`` is the true one.
+
+Load sensitivity: ``mu_i = mu_ground (1 - eps (Fz_i - Fz0_i) / Fz0_i)``, floored smoothly at
+0.2 of the ground's value, so load transfer costs grip (spec.py gives eps from LFDM's TMeasy
+data).
+
+Longitudinal force: the lagged command ``a`` asks for ``m a``. Drive (``a > 0``) is split over the
+driven wheels by ``drive_share`` and capped by power, ``F / (1 + (F vx / P)^4)^(1/4)``, which is
+``F`` at low speed and ``P / vx`` at high speed. Brakes (``a < 0``) are split by load and act
+against the direction of travel, ``sign(vx)``, at full strength down to rest: the in-plane step's
+speed clamp stops the car and holds it while the brakes are on (planar.py).
+Each wheel's force is then capped by ``mu_i Fz_i`` with :func:`dyn4_gym._math.softcap`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .._math import atanc, ellipse_factor, sinc_unnormalised, softcap, softplus_floor
+
+__all__ = ["pacejka", "lateral_secant", "load_sensitive_mu", "longitudinal_forces"]
+
+
+def pacejka(alpha: torch.Tensor, B, C, E) -> torch.Tensor:
+    """Normalised Pacejka curve ``sin(C atan(B a - E (B a - atan(B a))))`` (force / D)."""
+    ba = B * alpha
+    return torch.sin(C * torch.atan(ba - E * (ba - torch.atan(ba))))
+
+
+def lateral_secant(w, u, D, B, C, E, v_lat) -> torch.Tensor:
+    """Exact secant ``S = -F_y / w >= 0`` of the lateral force [N s/m], elementwise.
+
+    ``w``, ``u``: lateral and rolling velocity of the wheel [m/s]; ``D``: peak force [N].
+    """
+    ubar = torch.sqrt(u * u + v_lat * v_lat)
+    ratio = w / ubar
+    alpha = torch.atan(ratio)
+    ba = B * alpha
+    psi = ba - E * (ba - torch.atan(ba))
+    phi = torch.atan(psi)
+    # sin(C phi) / w = sinc(C phi) * C * (phi / psi) * (psi / alpha) * (alpha / w)
+    psi_over_alpha = B * (1.0 - E) + E * B * atanc(ba)
+    alpha_over_w = atanc(ratio) / ubar
+    return D * sinc_unnormalised(C * phi) * C * atanc(psi) * psi_over_alpha * alpha_over_w
+
+
+def load_sensitive_mu(mu_ground, Fz, Fz0, eps) -> torch.Tensor:
+    """``mu_ground (1 - eps (Fz - Fz0) / Fz0)``, floored smoothly at ``0.2 mu_ground``."""
+    factor = 1.0 - eps * (Fz - Fz0) / Fz0
+    return mu_ground * (0.2 + softplus_floor(factor - 0.2, torch.as_tensor(0.02, dtype=Fz.dtype, device=Fz.device)))
+
+
+def longitudinal_forces(a, vx, Fz, mu, p):
+    """Wheel longitudinal forces ``(..., n)`` [N] along each wheel's heading.
+
+    ``a`` (...) lagged acceleration command [m/s^2]; ``vx`` (...) forward speed [m/s];
+    ``Fz`` (..., n) loads; ``mu`` (..., n) load-sensitive friction. Returns ``(Fx, limit)`` with
+    ``limit = mu Fz`` the friction bound each force was capped at.
+    """
+    m = p.m
+    a_pos = a.clamp_min(0.0)
+    a_neg = a.clamp_max(0.0)
+    f_drive = m * a_pos
+    f_drive = f_drive / (1.0 + (f_drive * vx / p.power) ** 4) ** 0.25
+    f_brake = m * a_neg * torch.sign(vx)
+    share_load = Fz / Fz.sum(-1, keepdim=True)
+    request = f_drive.unsqueeze(-1) * p.drive_share + f_brake.unsqueeze(-1) * share_load
+    limit = mu * Fz
+    return softcap(request, limit), limit
+
+
+def lateral_peak(Fx, limit) -> torch.Tensor:
+    """Peak lateral force ``D`` left inside the friction ellipse by ``Fx`` (both ``(..., n)``)."""
+    return limit * ellipse_factor((Fx / limit) ** 2)
