@@ -1,8 +1,8 @@
-"""Plant throughput: substeps per second for bike_step and dyn4_step, forward and
-forward+backward, float32, eager and torch.compile, at several batch sizes, on CPU (and CUDA
-when present). Prints a table.
+"""Plant throughput: substeps per second for bike_step and dyn4_step (books off and on),
+forward and forward+backward, float32, eager and torch.compile, at several batch sizes, on CPU
+(and CUDA when present). Prints a table, then the cost of books=True against books=False.
 
-    python benchmarks/plant.py [--batches 1 64 1024 4096 16384] [--no-compile] [--books]
+    python benchmarks/plant.py [--batches 1 64 1024 4096 16384] [--no-compile]
 """
 
 from __future__ import annotations
@@ -42,38 +42,50 @@ def _time(fn, sync, min_time=0.5, min_iter=5):
     return (time.perf_counter() - t0) / n
 
 
-def run(batches, devices, use_compile, books=False):
-    rows = []
+def _first(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+def run(batches, devices, use_compile):
+    rows = {}
     for device in devices:
         sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-        for name, step, make in (("bike", bike_step, bike_params), ("dyn4", dyn4_step, dyn4_params)):
+        plants = [("bike", bike_step, bike_params, {}), ("dyn4", dyn4_step, dyn4_params, {}),
+                  ("dyn4+books", dyn4_step, dyn4_params, {"books": True})]
+        for name, step, make, kw in plants:
             p = make(HUMVEE, dtype=torch.float32, device=device)
             g = Flat()
-            kw = {"books": True} if (books and name == "dyn4") else {}
-            def eager(x, u):
+
+            def eager(x, u, step=step, p=p, kw=kw):
                 return step(x, u, p, g, **kw)
 
             for mode in ("eager", "compile") if use_compile else ("eager",):
                 for B in batches:
-                    x, u = _inputs(name, p, B, device)
+                    x, u = _inputs(name[:4], p, B, device)
                     # one compiled function per (batch, grad mode): no recompiles inside a timing
                     f_fwd = compiled_step(step, p, g, **kw) if mode == "compile" else eager
                     f_bwd = compiled_step(step, p, g, **kw) if mode == "compile" else eager
+                    xg = x.clone().requires_grad_()
 
                     def fwd():
                         with torch.no_grad():
                             f_fwd(x, u)
 
-                    xg = x.clone().requires_grad_()
-
                     def fwd_bwd():
                         out = f_bwd(xg, u)
-                        out = out[0] if isinstance(out, tuple) else out
-                        out.sum().backward()
+                        loss = _first(out).sum()
+                        if isinstance(out, tuple):
+                            loss = loss + out[1].dH.sum()
+                        loss.backward()
 
                     tf, tb = _time(fwd, sync), _time(fwd_bwd, sync)
-                    rows.append((device, name, mode, B, B / tf, B / tb, tb / tf))
-                    print(f"{device:5s} {name:5s} {mode:8s} {B:6d} {B / tf:14,.0f} {B / tb:14,.0f} {tb / tf:6.2f}", flush=True)
+                    rows[(device, name, mode, B)] = (tf, tb)
+                    print(f"{device:5s} {name:10s} {mode:8s} {B:6d} {B / tf:14,.0f} {B / tb:14,.0f} {tb / tf:6.2f}",
+                          flush=True)
+    print("\ncost of books=True against books=False (forward time ratio)")
+    for (device, name, mode, B), (tf, _) in rows.items():
+        if name == "dyn4+books":
+            print(f"{device:5s} {mode:8s} {B:6d} {tf / rows[(device, 'dyn4', mode, B)][0]:6.2f}x")
     return rows
 
 
@@ -83,13 +95,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024, 4096, 16384])
     ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--books", action="store_true", help="dyn4_step with books=True")
     args = ap.parse_args()
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, float32, substeps per second")
     print("ratio = (forward + backward) time / forward time")
-    print(f"{'dev':5s} {'plant':5s} {'mode':8s} {'batch':>6s} {'forward':>14s} {'fwd+bwd':>14s} {'ratio':>6s}")
-    run(args.batches, devices, not args.no_compile, args.books)
+    print(f"{'dev':5s} {'plant':10s} {'mode':8s} {'batch':>6s} {'forward':>14s} {'fwd+bwd':>14s} {'ratio':>6s}")
+    run(args.batches, devices, not args.no_compile)
 
 
 if __name__ == "__main__":

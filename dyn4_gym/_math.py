@@ -53,8 +53,13 @@ def softcap(x: torch.Tensor, limit: torch.Tensor, width: float = 0.1) -> torch.T
 
 
 def softplus_floor(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    """``scale * softplus(x / scale)``: positive, smooth, equal to ``x`` well above ``scale``."""
-    return scale * torch.nn.functional.softplus(x / scale)
+    """``scale * softplus(x / scale)``: positive, smooth, equal to ``x`` well above ``scale``.
+
+    Far below the floor (``x < -13.8 scale``) softplus would underflow to exactly 0 (at
+    ``x / scale < -88`` in float32), and a zero load divides by zero in the tires; it is held at
+    ``1e-6 scale`` there instead, which changes nothing above.
+    """
+    return scale * torch.nn.functional.softplus(x / scale).clamp_min(1e-6)
 
 
 def ellipse_factor(ratio_sq: torch.Tensor, eps: float = 0.02) -> torch.Tensor:

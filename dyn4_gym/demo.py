@@ -1,8 +1,9 @@
 """The main job on built-in defaults: drive the Humvee through the standard manoeuvres.
 
-``python -m dyn4_gym.demo`` runs a skidpad, a full-brake stop, a mu-split stop and a bump on
-the four-wheel plant, prints the envelope figures next to their references, and writes a plot
-of the trajectories and the wheel loads (``runs/demo/manoeuvres.png`` by default).
+``python -m dyn4_gym.demo`` runs a skidpad, a full-brake stop, a mu-split stop, a bump and a
+steering weave over hills on the four-wheel plant, prints the envelope figures next to their
+references and each manoeuvre's energy books, and writes a plot of the trajectories and the
+wheel loads (``runs/demo/manoeuvres.png`` by default).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import torch
 
 from .ground import Flat, MuSplit
 from .plant import HUMVEE, dyn4_params
-from .plant.manoeuvres import bump, kinematic_stop, mu_split_stop, skidpad, stop
+from .ground import Hills
+from .plant.manoeuvres import bump, kinematic_stop, mu_split_stop, skidpad, stop, weave
 
 JOLT_SKIDPAD = 6.85  # m/s^2, the seeds' Jolt Humvee (anchor_figures.json)
 JOLT_STOP = 25.90  # m from 20 m/s at mu 0.8
@@ -32,6 +34,7 @@ def run(out_dir: str = "runs/demo", quick: bool = False) -> dict:
     st = stop(p, Flat(mu=mu))
     split = mu_split_stop(p, MuSplit(mu_left=0.8, mu_right=0.3))
     bp = bump(p)
+    wv = weave(p, Hills(), t=4.0 if quick else 8.0)
     rows = [
         ("skidpad: peak sustained a_y [m/s^2]", pad["ay_max"], f"Jolt {JOLT_SKIDPAD:.2f}; mu g = {mu * 9.81:.2f}"),
         ("stop from 20 m/s at mu 0.8 [m]", st["distance"], f"Jolt {JOLT_STOP:.2f}; v^2/(2 mu g) = {kinematic_stop(20.0, mu):.2f}"),
@@ -42,12 +45,19 @@ def run(out_dir: str = "runs/demo", quick: bool = False) -> dict:
     print(f"{'figure':58s} {'value':>9s}  reference")
     for name, value, ref in rows:
         print(f"{name:58s} {value:9.3f}  {ref}")
+    print()
+    print("energy books [kJ] (dH = supplied - dissipated + lever + grade + ground + limiter + residual)")
+    cols = ("dH", "supplied", "tire", "damper", "drag", "lever", "ground", "limiter", "residual")
+    print(f"{'manoeuvre':30s}" + "".join(f"{c:>10s}" for c in cols))
+    for name, b in (("stop from 20 m/s", st["books"]), ("mu-split stop", split["books"]),
+                    ("bump at 5 m/s", bp["books"]), (f"weave over hills ({wv['past_peak']:.0%} past peak)", wv["books"])):
+        print(f"{name:30s}" + "".join(f"{float(getattr(b, c).sum()) / 1e3:10.2f}" for c in cols))
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "manoeuvres.png")
     _plot(path, st, split, bp)
     print(f"plot written to {path} ({time.perf_counter() - t0:.1f} s)")
     return dict(skidpad=pad["ay_max"], stop=st["distance"], mu_split_yaw=split["yaw"],
-                bump_peak=bp["peak_ratio"].tolist(), plot=path)
+                bump_peak=bp["peak_ratio"].tolist(), weave_books=wv["books"], plot=path)
 
 
 def _plot(path, st, split, bp) -> None:

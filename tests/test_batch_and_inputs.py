@@ -97,3 +97,21 @@ def test_wrong_input_shape_and_bad_substep_are_clear_errors(p64, pb64):
         bike_step(x, torch.zeros(2, dtype=D), pb64)
     with pytest.raises(ValueError, match="world points"):
         Flat()(torch.zeros(3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_extreme_states_stay_finite(dtype):
+    """A car rolled far over (two wheels in the air), airborne, or spun at speed: finite step and gradient."""
+    p = dyn4_params(HUMVEE, dtype=dtype)
+    x = torch.zeros(4, 14, dtype=dtype)
+    x[:, 3] = torch.tensor([15.0, 10.0, 2.0, 0.0])
+    x[0, 7] = 0.6  # rolled: the left wheels far off the ground
+    x[1, 6] = 0.5  # airborne: every spring in tension
+    x[2, 4], x[2, 5] = 12.0, 3.0  # sliding sideways, spinning
+    x[3, 8] = -0.4
+    x.requires_grad_()
+    u = torch.tensor([[0.5, -13.0], [0.0, 3.0], [-0.5, 1.0], [0.2, -5.0]], dtype=dtype)
+    y = dyn4_step(x, u, p, G)
+    assert bool(torch.isfinite(y).all())
+    (gx,) = torch.autograd.grad(y.sum(), x)
+    assert bool(torch.isfinite(gx).all())

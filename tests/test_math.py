@@ -51,6 +51,12 @@ def test_softplus_floor_positive_and_exact_far_above():
     s = torch.tensor(10.0, dtype=D)
     assert float(softplus_floor(torch.tensor(5000.0, dtype=D), s)) == 5000.0
     assert float(softplus_floor(torch.tensor(-5000.0, dtype=D), s)) > 0.0
+    # no underflow to zero far below the floor, in float32 too, and a finite gradient there
+    x = torch.tensor([-1e6, -1e3, 0.0], requires_grad=True)
+    y = softplus_floor(x, torch.tensor(10.0))
+    assert bool((y > 0).all())
+    (g,) = torch.autograd.grad(y.sum(), x)
+    assert bool(torch.isfinite(g).all())
 
 
 def test_secant_is_exact_and_smooth_at_zero_lateral_speed():

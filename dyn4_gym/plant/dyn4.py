@@ -42,7 +42,7 @@ from .params import Dyn4Params
 from .planar import clamp_inputs, lag, planar_step
 from .tire import lateral_peak, load_sensitive_mu, longitudinal_forces
 
-__all__ = ["dyn4_step", "dyn4_rest", "dyn4_forces", "grade_force", "wheel_points", "check_step_args"]
+__all__ = ["dyn4_step", "dyn4_rest", "dyn4_forces", "forces_at", "grade_force", "slip_angles", "wheel_points", "check_step_args"]
 
 FLOOR_SHARE = 0.01  # load floor scale, share of the static load
 
@@ -83,19 +83,24 @@ def _u(t: torch.Tensor) -> torch.Tensor:
 
 
 def dyn4_forces(x: torch.Tensor, u: torch.Tensor, p: Dyn4Params, g: Ground, hdt: float):
-    """Steps 1-3: lagged actuators, ground, loads, friction and longitudinal forces.
+    """Steps 1-3: lagged actuators, then :func:`forces_at` with them."""
+    d_cmd, a_cmd = clamp_inputs(u, p)
+    delta = lag(x[..., 12], d_cmd, p.tau_steer, hdt)
+    a = lag(x[..., 13], a_cmd, p.tau_drive, hdt)
+    return forces_at(x, delta, a, p, g)
 
-    Returns a dict with ``delta``, ``a`` (lagged), ``delta_w`` (per-wheel steer), ``mu_ground``,
-    ``hg`` (ground heights), ``spring`` (unfloored spring forces ``k_i l_i``), ``Fz``, ``mu``,
-    ``Fx``, ``D`` (peak lateral force inside the ellipse), ``limit`` (``mu Fz``), ``disp`` and
-    ``rate`` (each corner's vertical displacement ``a_i . q`` and its rate).
+
+def forces_at(x: torch.Tensor, delta: torch.Tensor, a: torch.Tensor, p: Dyn4Params, g: Ground) -> dict:
+    """Steps 2-3 at steer ``delta`` and drive ``a``: ground, loads, friction, longitudinal forces.
+
+    Returns a dict with ``delta``, ``a``, ``delta_w`` (per-wheel steer), ``mu_ground``, ``hg``
+    (ground heights), ``spring`` (unfloored spring forces ``k_i l_i``), ``Fz``, ``mu``, ``Fx``,
+    ``D`` (peak lateral force inside the ellipse), ``limit`` (``mu Fz``), ``disp`` and ``rate``
+    (each corner's vertical displacement ``a_i . q`` and its rate).
     """
     X, Y, psi, vx = x[..., 0], x[..., 1], x[..., 2], x[..., 3]
     q = x[..., 6:9]
     qd = x[..., 9:12]
-    d_cmd, a_cmd = clamp_inputs(u, p)
-    delta = lag(x[..., 12], d_cmd, p.tau_steer, hdt)
-    a = lag(x[..., 13], a_cmd, p.tau_drive, hdt)
     mu_g, hg = g(wheel_points(X, Y, psi, p))
     disp = q[..., 0:1] + p.y_w * q[..., 1:2] - p.x_w * q[..., 2:3]  # a_i . q, (..., 4)
     rate = qd[..., 0:1] + p.y_w * qd[..., 1:2] - p.x_w * qd[..., 2:3]
@@ -147,7 +152,11 @@ def dyn4_step(x: torch.Tensor, u: torch.Tensor, p: Dyn4Params, g: Ground | None 
     f = dyn4_forces(x, u, p, g, hdt)
     vx, vy, r = x[..., 3], x[..., 4], x[..., 5]
     q, qd = x[..., 6:9], x[..., 9:12]
-    f_ext = grade_force(x, p, g, f["spring"]) if p.grade_force else None
+    f_ext = None
+    if p.grade_force:
+        # the springs' force at the step's predicted end, q + hdt qd: what the implicit vertical
+        # step applies, so the slope's horizontal reaction matches the vertical one it pairs with
+        f_ext = grade_force(x, p, g, f["spring"] - hdt * p.k * f["rate"])
     vx1, vy1, r1, pl = planar_step(vx, vy, r, f["delta_w"], f["Fx"], f["D"], p, hdt,
                                    braking=f["a"] < 0, f_ext=f_ext)
     cosd, sind = pl["frames"][0], pl["frames"][1]
@@ -241,3 +250,14 @@ def dyn4_rest(p: Dyn4Params, g: Ground | None = None, batch_shape=(), X=0.0, Y=0
     pose_t = torch.stack([v.expand(bshape) for v in pose], -1)
     x = torch.cat((pose_t, zeros, q, zeros, zeros[..., :2]), -1)
     return x
+
+
+def slip_angles(x: torch.Tensor, p: Dyn4Params) -> torch.Tensor:
+    """Each wheel's slip angle ``atan2(w_i, |u_i|)`` [rad] ``(..., 4)`` at state ``x`` (..., 14)."""
+    from .planar import wheel_frames
+
+    _, _, gv, nv = wheel_frames(ackermann(x[..., 12], p), p)
+    t = (x[..., 3:4], x[..., 4:5], x[..., 5:6])
+    w = nv[0] * t[0] + nv[1] * t[1] + nv[2] * t[2]
+    u = gv[0] * t[0] + gv[1] * t[1] + gv[2] * t[2]
+    return torch.atan2(w, u.abs())

@@ -40,7 +40,7 @@ from typing import NamedTuple
 import torch
 
 from .._math import tanhc
-from .dyn4 import _sym3, dyn4_forces, grade_force, wheel_points
+from .dyn4 import _sym3, forces_at, grade_force, wheel_points
 from .params import Dyn4Params
 from .planar import wheel_frames
 from .tire import lateral_secant
@@ -166,11 +166,10 @@ def ph_state(x: torch.Tensor, p: Dyn4Params) -> torch.Tensor:
 def ph_structure(x: torch.Tensor, p: Dyn4Params, g) -> PHStructure:
     """``J, R, G, dH/dx, u, f_lever, f_grade`` at state ``x`` (..., 14) on ground ``g``.
 
-    The steer and drive states of ``x`` are the inputs (the commands equal the lagged states),
-    so the wheel forces are those the plant applies at ``x``.
+    The wheel forces are those at the state's own (lagged) steer and drive, so a plant step of
+    vanishing ``hdt`` follows this vector field.
     """
-    u_cmd = x[..., 12:14]
-    f = dyn4_forces(x, u_cmd, p, g, 1.0)
+    f = forces_at(x, x[..., 12], x[..., 13], p, g)
     vx, vy, r, zd, phid, thetad = _twist(x)
     cosd, sind, gv, nv = wheel_frames(f["delta_w"], p)
     ex = (vx.unsqueeze(-1), vy.unsqueeze(-1), r.unsqueeze(-1))

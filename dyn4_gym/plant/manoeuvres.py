@@ -7,20 +7,23 @@ plain numbers and numpy traces. All speeds m/s, distances m, accelerations m/s^2
 from __future__ import annotations
 
 
+import math
+
 import numpy as np
 import torch
 
 from ..ground import Flat, Ground
-from .dyn4 import dyn4_forces, dyn4_rest, dyn4_step
+from .dyn4 import dyn4_rest, dyn4_step, forces_at, slip_angles
+from .energy import sum_books
+from .spec import HUMVEE
 from .state import DYN4
 
-__all__ = ["wheel_loads", "stop", "skidpad", "circle", "mu_split_stop", "bump", "kinematic_stop"]
+__all__ = ["wheel_loads", "stop", "skidpad", "circle", "mu_split_stop", "bump", "weave", "kinematic_stop"]
 
 
 def wheel_loads(x: torch.Tensor, p, g: Ground | None = None) -> torch.Tensor:
     """The four corner loads ``(..., 4)`` [N] (FL, FR, RL, RR) at state ``x``."""
-    u = torch.zeros(*x.shape[:-1], 2, dtype=x.dtype, device=x.device)
-    return dyn4_forces(x, u, p, Flat() if g is None else g, 0.01)["Fz"]
+    return forces_at(x, x[..., 12], x[..., 13], p, Flat() if g is None else g)["Fz"]
 
 
 def _start(p, g, v0: float, n: int = 1, X: float = 0.0, Y: float = 0.0) -> torch.Tensor:
@@ -34,15 +37,16 @@ def stop(p, g: Ground | None = None, v0: float = 20.0, hdt: float = 0.01, t_max:
     g = Flat() if g is None else g
     x = _start(p, g, v0)
     u = torch.stack((torch.zeros_like(p.a_brake), -p.a_brake)).expand(1, 2).to(x)
-    trace = [x]
+    trace, books = [x], []
     for _ in range(int(t_max / hdt)):
-        x = dyn4_step(x, u, p, g, hdt)
+        x, b = dyn4_step(x, u, p, g, hdt, books=True)
         trace.append(x)
+        books.append(b)
         if float(x[0, DYN4.VX]) < 0.01:
             break
     tr = torch.stack(trace, 0)[:, 0]
     dist = float(torch.hypot(tr[-1, 0] - tr[0, 0], tr[-1, 1] - tr[0, 1]))
-    return dict(distance=dist, time=(len(trace) - 1) * hdt, trace=tr.numpy())
+    return dict(distance=dist, time=(len(trace) - 1) * hdt, trace=tr.numpy(), books=sum_books(books))
 
 
 @torch.no_grad()
@@ -96,12 +100,13 @@ def mu_split_stop(p, g: Ground, v0: float = 20.0, hdt: float = 0.01, t: float = 
     """Full brake from ``v0`` on a split ground, steering fixed straight: yaw after ``t`` s."""
     x = _start(p, g, v0)
     u = torch.stack((torch.zeros_like(p.a_brake), -p.a_brake)).expand(1, 2).to(x)
-    trace = [x]
+    trace, books = [x], []
     for _ in range(int(t / hdt)):
-        x = dyn4_step(x, u, p, g, hdt)
+        x, b = dyn4_step(x, u, p, g, hdt, books=True)
         trace.append(x)
+        books.append(b)
     tr = torch.stack(trace, 0)[:, 0]
-    return dict(yaw=float(tr[-1, DYN4.PSI]), trace=tr.numpy())
+    return dict(yaw=float(tr[-1, DYN4.PSI]), trace=tr.numpy(), books=sum_books(books))
 
 
 @torch.no_grad()
@@ -115,15 +120,39 @@ def bump(p, height: float = 0.1, v: float = 5.0, hdt: float = 0.01, t: float = 3
     g = Bump(x=2.0 + v, y=float(p.y_w[..., 0]), height0=height, radius=0.5)
     x = _start(p, g, v, X=0.0)
     loads = [wheel_loads(x, p, g)]
-    trace = [x]
+    trace, books = [x], []
     for _ in range(int(t / hdt)):
         a_cmd = 2.0 * (v - x[:, DYN4.VX])
-        x = dyn4_step(x, torch.stack((torch.zeros_like(a_cmd), a_cmd), -1), p, g, hdt)
+        x, b = dyn4_step(x, torch.stack((torch.zeros_like(a_cmd), a_cmd), -1), p, g, hdt, books=True)
         loads.append(wheel_loads(x, p, g))
         trace.append(x)
+        books.append(b)
     Fz = torch.stack(loads, 0)[:, 0]
     peak = (Fz.max(0).values / p.Fz0).numpy()
-    return dict(peak_ratio=peak, loads=Fz.numpy(), trace=torch.stack(trace, 0)[:, 0].numpy(), ground=g)
+    return dict(peak_ratio=peak, loads=Fz.numpy(), trace=torch.stack(trace, 0)[:, 0].numpy(), ground=g,
+                books=sum_books(books))
+
+
+@torch.no_grad()
+def weave(p, g: Ground | None = None, hdt: float = 0.01, t: float = 8.0, v: float = 12.0, amp: float = 0.5,
+          freq: float = 0.2, peak_slip: float = HUMVEE.tire_peak_slip) -> dict:
+    """A ``freq`` Hz steering weave of amplitude ``amp`` rad at ``v`` m/s (speed loop), with books.
+
+    Returns the per-step books (a list), their sum, the share of steps with a tire past its
+    peak slip angle (``peak_slip``), and the trace.
+    """
+    g = Flat() if g is None else g
+    x = _start(p, g, v)
+    books, trace, past = [], [x], 0
+    n = int(round(t / hdt))
+    for k in range(n):
+        d = amp * math.sin(2 * math.pi * freq * k * hdt)
+        u = torch.stack((torch.full_like(x[:, 0], d), v - x[:, DYN4.VX]), -1)
+        x, b = dyn4_step(x, u, p, g, hdt, books=True)
+        books.append(b)
+        trace.append(x)
+        past += int(slip_angles(x, p).abs().max() > peak_slip)
+    return dict(steps=books, books=sum_books(books), past_peak=past / n, trace=torch.stack(trace, 0)[:, 0].numpy())
 
 
 def kinematic_stop(v0: float, mu: float, g: float = 9.81) -> float:
