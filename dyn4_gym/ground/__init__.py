@@ -12,5 +12,6 @@ its disc. Where no operand sets it, ``mu`` is 0.8, the Humvee tire's dry value.
 """
 
 from .samplers import DEFAULT_MU, Bump, Compose, Flat, Grid, Ground, Hills, MuPatch, MuSplit, Ramp
+from .terrain import Terrain
 
-__all__ = ["DEFAULT_MU", "Ground", "Flat", "MuSplit", "MuPatch", "Bump", "Hills", "Ramp", "Grid", "Compose"]
+__all__ = ["DEFAULT_MU", "Ground", "Flat", "MuSplit", "MuPatch", "Bump", "Hills", "Ramp", "Grid", "Compose", "Terrain"]

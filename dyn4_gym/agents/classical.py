@@ -1,0 +1,72 @@
+"""The classical reference controller: pure pursuit on the course preview plus a speed loop.
+
+A policy from observations to actions (``(B, 30) -> (B, 2)``), batched torch, differentiable.
+
+- Steering: pure pursuit (Coulter 1992) on the preview point at the lookahead distance
+  ``L_d = clamp(k_la vx, min, max)`` (linear interpolation between the observation's preview
+  points): curvature ``kappa = 2 y / (x^2 + y^2)`` of the arc through it, steer
+  ``atan(L kappa)``, clipped to the max steer.
+- Speed: the target speed, capped in corners by the lateral-acceleration cap,
+  ``v <= sqrt(a_lat / |kappa_ahead|)``, with ``kappa_ahead`` the largest curvature of the
+  arcs to the farther preview points; a proportional loop on ``vx`` gives the drive/brake
+  command, scaled to the action's range (``a_drive`` up, ``a_brake`` down).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..plant import HUMVEE, VehicleSpec
+
+__all__ = ["PurePursuitParams", "PurePursuit"]
+
+PREVIEW = (5.0, 10.0, 20.0, 30.0, 40.0)
+
+
+@dataclass(frozen=True)
+class PurePursuitParams:
+    lookahead_gain: float = 0.9  # [s] L_d = gain * vx
+    lookahead_min: float = 6.0  # [m]
+    lookahead_max: float = 30.0  # [m]
+    lat_accel: float = 4.0  # [m/s^2] corner-speed cap
+    speed_gain: float = 1.0  # [1/s] proportional speed loop
+
+
+class PurePursuit:
+    """``policy(obs) -> action``; built from the observation layout of ``Dyn4Humvee-v0``."""
+
+    def __init__(self, params: PurePursuitParams = PurePursuitParams(), spec: VehicleSpec = HUMVEE,
+                 preview=PREVIEW, obs_scales=None):
+        self.params = params
+        self.L = spec.wheelbase
+        self.delta_max = spec.max_steer
+        self.a_drive = spec.max_drive_accel
+        self.a_brake = spec.max_brake_accel
+        self.preview = preview
+
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        prm = self.params
+        vx = obs[:, 0] * 10.0
+        v_target = obs[:, 19] * 10.0
+        pts = obs[:, 20:30].reshape(-1, 5, 2) * 20.0  # body-frame preview points [m]
+        d = torch.tensor(self.preview, dtype=obs.dtype, device=obs.device)
+        la = (prm.lookahead_gain * vx).clamp(prm.lookahead_min, prm.lookahead_max)
+        # interpolate the preview polyline at the lookahead distance
+        j = torch.searchsorted(d, la.detach().unsqueeze(-1)).squeeze(-1).clamp(1, len(self.preview) - 1)
+        d0, d1 = d[j - 1], d[j]
+        w = ((la - d0) / (d1 - d0)).clamp(0.0, 1.0).unsqueeze(-1)
+        idx = j.view(-1, 1, 1).expand(-1, 1, 2)
+        p0 = torch.gather(pts, 1, idx - 1).squeeze(1)
+        p1 = torch.gather(pts, 1, idx).squeeze(1)
+        target = p0 + w * (p1 - p0)
+        kappa = 2 * target[:, 1] / (target * target).sum(-1).clamp_min(1.0)
+        steer = torch.atan(self.L * kappa) / self.delta_max
+        far = pts[:, 2:]
+        k_far = (2 * far[..., 1] / (far * far).sum(-1).clamp_min(1.0)).abs().amax(-1)
+        v_cap = torch.sqrt(prm.lat_accel / k_far.clamp_min(1e-4))
+        v_ref = torch.minimum(v_target, v_cap)
+        a_cmd = prm.speed_gain * (v_ref - vx)
+        lon = torch.where(a_cmd >= 0, a_cmd / self.a_drive, a_cmd / self.a_brake)
+        return torch.stack((steer, lon), -1).clamp(-1.0, 1.0)

@@ -1,0 +1,95 @@
+"""Courses: seeded, smooth, curvature-bounded centre lines, and a differentiable projection.
+
+A course is sampled every ``spacing`` metres of arc length: points ``(B, N, 2)`` and unwrapped
+headings ``(B, N)``. Its curvature is a normalised sum of sine waves in arc length,
+``kappa(s) = kappa_max sum_k a_k sin(2 pi s / lambda_k + phi_k) / sum_k a_k``, faded in over the
+straight lead-in, so ``|kappa| <= kappa_max = lat_accel / v_target^2``: drivable at the target
+speed with ``lat_accel`` of lateral acceleration. Heading and position integrate it with the
+midpoint rule. The car starts at the origin heading along +X.
+
+The projection searches a short window of segments around the last index (no search over the
+whole course), picks the nearest with the gradient cut, then measures in it: arc length
+``s = (j + lambda) spacing``, signed cross-track ``e`` (left +) and the interpolated course
+heading, all differentiable in the query point.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = ["make_courses", "project", "preview_points", "wrap_angle"]
+
+
+def make_courses(u: torch.Tensor, cfg, target_speed: torch.Tensor):
+    """Centre lines from uniforms ``u (B, 3 n_waves)``; returns ``(xy (B, N, 2), heading (B, N))``."""
+    c = cfg
+    B = u.shape[0]
+    n = int(round(c.length / c.spacing)) + 1
+    dt = target_speed.dtype
+    s = torch.arange(n, dtype=dt, device=u.device) * c.spacing
+    k = c.n_waves
+    amp = 0.5 + 0.5 * u[:, :k]
+    lam = c.wavelength_min + (c.wavelength_max - c.wavelength_min) * u[:, k:2 * k]
+    phase = 2 * math.pi * u[:, 2 * k:3 * k]
+    waves = (amp[:, None, :] * torch.sin(2 * math.pi * s[None, :, None] / lam[:, None, :] + phase[:, None, :])).sum(-1)
+    kappa_max = c.lat_accel / target_speed**2
+    fade = torch.ones_like(s) if c.lead_in <= 0 else (s / c.lead_in).clamp(0.0, 1.0)
+    fade = fade * fade * (3 - 2 * fade)  # smoothstep
+    kappa = kappa_max[:, None] * waves / amp.sum(-1, keepdim=True) * fade
+    dth = 0.5 * (kappa[:, 1:] + kappa[:, :-1]) * c.spacing
+    heading = torch.cat((torch.zeros(B, 1, dtype=dt, device=u.device), torch.cumsum(dth, -1)), -1)
+    mid = 0.5 * (heading[:, 1:] + heading[:, :-1])
+    step = torch.stack((torch.cos(mid), torch.sin(mid)), -1) * c.spacing
+    xy = torch.cat((torch.zeros(B, 1, 2, dtype=dt, device=u.device), torch.cumsum(step, 1)), 1)
+    return xy, heading
+
+
+def _gather_pts(xy, idx):
+    """``xy (B, N, 2)`` at ``idx (B, W)`` -> ``(B, W, 2)``."""
+    return torch.gather(xy, 1, idx.unsqueeze(-1).expand(*idx.shape, 2))
+
+
+def wrap_angle(a: torch.Tensor) -> torch.Tensor:
+    """Wrap to ``(-pi, pi]`` (differentiable away from the cut)."""
+    return torch.atan2(torch.sin(a), torch.cos(a))
+
+
+def project(xy_course, heading, idx, point, spacing: float, back: int = 2, fwd: int = 6):
+    """Project ``point (B, 2)`` onto the course near segment ``idx (B,)``.
+
+    Returns ``(idx, s, e, course_heading)``: the new segment index (long, no gradient), arc
+    length [m], signed cross-track [m] and the course heading [rad] at the foot point.
+    """
+    n = xy_course.shape[1]
+    offs = torch.arange(-back, fwd + 1, device=idx.device)
+    cand = (idx.unsqueeze(-1) + offs).clamp(0, n - 2)
+    with torch.no_grad():
+        p0 = _gather_pts(xy_course, cand)
+        d = _gather_pts(xy_course, cand + 1) - p0
+        rel = point.detach().unsqueeze(1) - p0
+        lam = ((rel * d).sum(-1) / (d * d).sum(-1)).clamp(0.0, 1.0)
+        dist2 = ((rel - lam.unsqueeze(-1) * d) ** 2).sum(-1)
+        j = torch.gather(cand, 1, dist2.argmin(-1, keepdim=True)).squeeze(-1)
+    p0 = _gather_pts(xy_course, j.unsqueeze(-1)).squeeze(1)
+    d = _gather_pts(xy_course, (j + 1).unsqueeze(-1)).squeeze(1) - p0
+    rel = point - p0
+    dd = (d * d).sum(-1)
+    lam = ((rel * d).sum(-1) / dd).clamp(0.0, 1.0)
+    e = (d[..., 0] * rel[..., 1] - d[..., 1] * rel[..., 0]) / torch.sqrt(dd)
+    s = (j.to(point.dtype) + lam) * spacing
+    h0 = torch.gather(heading, 1, j.unsqueeze(-1)).squeeze(-1)
+    h1 = torch.gather(heading, 1, (j + 1).unsqueeze(-1)).squeeze(-1)
+    return j, s, e, h0 + lam * (h1 - h0)
+
+
+def preview_points(xy_course, s: torch.Tensor, ahead: torch.Tensor, spacing: float):
+    """World points ``(B, K, 2)`` of the centre line at arc lengths ``s + ahead`` (clamped to the end)."""
+    n = xy_course.shape[1]
+    st = (s.unsqueeze(-1) + ahead).clamp(0.0, (n - 1) * spacing)
+    f = st / spacing
+    j = f.detach().floor().long().clamp(0, n - 2)
+    lam = (f - j.to(f.dtype)).unsqueeze(-1)
+    p0, p1 = _gather_pts(xy_course, j), _gather_pts(xy_course, j + 1)
+    return p0 + lam * (p1 - p0)

@@ -1,0 +1,82 @@
+"""The differentiable path: a batched env with gradients on, and a functional rollout.
+
+:class:`Dyn4DiffEnv` keeps the autograd graph across steps until :meth:`Dyn4DiffEnv.detach`
+starts a new window (short-horizon trainers such as SHAC cut it between windows); finished rows
+are reset by a select in the same step, which also cuts their gradient. :func:`rollout` runs a
+policy for a horizon from a given state and returns everything stacked, for backpropagation
+through time. Float32 or float64, CPU or CUDA (``dtype``, ``device`` keyword arguments).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .config import EnvConfig
+from .core import TaskCore, TaskState
+from .env import seed_to_key
+
+__all__ = ["Dyn4DiffEnv", "rollout"]
+
+
+class Dyn4DiffEnv:
+    """``num_envs`` rows with gradients on; torch tensors in and out."""
+
+    def __init__(self, num_envs: int = 64, **kwargs):
+        self.config = EnvConfig.from_dict(kwargs)
+        self.core = TaskCore(self.config)
+        self.num_envs = num_envs
+        self.state: TaskState | None = None
+
+    @property
+    def obs_dim(self) -> int:
+        return self.core._scales.shape[0]
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        seeds = [None] * self.num_envs if seed is None else [seed + i for i in range(self.num_envs)]
+        key = seed_to_key(seeds)
+        self.state = self.core.new_state(key, torch.zeros(self.num_envs, dtype=torch.long))
+        return self.core.observe(self.state)
+
+    def step(self, action: torch.Tensor):
+        """Returns ``(obs, reward, terminated, truncated, info)``; finished rows restart at once,
+        and ``info["final_obs"]`` holds the observation they finished with."""
+        if self.state is None:
+            raise RuntimeError("call reset() before step()")
+        if action.shape != (self.num_envs, 2) or not torch.isfinite(action.detach()).all():
+            raise ValueError(f"action must be a finite tensor of shape ({self.num_envs}, 2)")
+        state, obs, reward, term, trunc, info = self.core.step(self.state, action)
+        done = term | trunc
+        info["final_obs"] = obs
+        if bool(done.any()):
+            state = self.core.reset_rows(state, done)
+            obs = torch.where(done[:, None], self.core.observe(state), obs)
+        self.state = state
+        return obs, reward, term, trunc, info
+
+    def detach(self) -> torch.Tensor:
+        """Cut the graph here: the next steps' gradients stop at the current state."""
+        self.state = self.state.detach()
+        return self.core.observe(self.state)
+
+
+def rollout(policy, core: TaskCore, state: TaskState, horizon: int):
+    """Run ``policy(obs) -> action`` for ``horizon`` steps from ``state``, keeping the graph.
+
+    Rows that finish stop accumulating (a ``alive`` mask multiplies later rewards) and are not
+    reset, so the returned trajectory is one differentiable function of the policy and the start.
+    Returns a dict: ``obs (T+1, B, D)``, ``action``, ``reward``, ``alive (T, B)``, ``state`` (last).
+    """
+    obs = core.observe(state)
+    alive = torch.ones(state.batch_size, dtype=torch.bool, device=obs.device)
+    out = dict(obs=[obs], action=[], reward=[], alive=[])
+    for _ in range(horizon):
+        a = policy(obs)
+        state, obs, r, term, trunc, _ = core.step(state, a)
+        out["action"].append(a)
+        out["reward"].append(r * alive)
+        out["alive"].append(alive)
+        out["obs"].append(obs)
+        alive = alive & ~(term | trunc)
+    res = {k: torch.stack(v) for k, v in out.items()}
+    res["state"] = state
+    return res

@@ -1,0 +1,179 @@
+"""``Dyn4Env``: the Gymnasium face of the task core, one car, numpy in and out."""
+
+from __future__ import annotations
+
+import numpy as np
+import gymnasium as gym
+import torch
+from gymnasium import spaces
+
+from .config import EnvConfig
+from .core import OBS_CLIP, OBS_NAMES, OBS_TABLE, TaskCore
+
+__all__ = ["Dyn4Env", "check_actions", "seed_to_key", "to_numpy_info"]
+
+
+def seed_to_key(seeds) -> torch.Tensor:
+    """Row stream keys from integer seeds (any int; numpy's entropy when ``None``)."""
+    seeds = [int(np.random.SeedSequence().entropy % (2**62)) if s is None else int(s) for s in seeds]
+    return torch.tensor([s % (2**63) for s in seeds], dtype=torch.long)
+
+
+def check_actions(action, n: int | None) -> np.ndarray:
+    """Validate an action (``n`` None: one ``(2,)`` action; else ``(n, 2)``); never clips here.
+
+    Raises ``ValueError`` for a wrong shape, a non-numeric dtype or a NaN/inf, so a bad call
+    leaves the env untouched.
+    """
+    try:
+        a = np.asarray(action)
+    except Exception as exc:  # pragma: no cover - exotic inputs
+        raise ValueError(f"action must be array-like, got {type(action).__name__}") from exc
+    if a.dtype == object or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        raise ValueError(f"action must be a float array, got dtype {a.dtype}")
+    want = (2,) if n is None else (n, 2)
+    if a.shape != want:
+        raise ValueError(f"action must have shape {want}, got {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError("action contains NaN or inf")
+    return a.astype(np.float64)
+
+
+def to_numpy_info(info: dict, row: int | None = None) -> dict:
+    """Tensors (nested dicts) to numpy arrays, or to Python scalars for one ``row``."""
+    out = {}
+    for k, v in info.items():
+        if isinstance(v, dict):
+            out[k] = to_numpy_info(v, row)
+        elif isinstance(v, torch.Tensor):
+            a = v.detach().cpu().numpy()
+            out[k] = a if row is None else a[row].item()
+        else:
+            out[k] = v
+    return out
+
+
+class Dyn4Env(gym.Env):
+    """Drive the Humvee along a course over rough, mixed-friction ground.
+
+    ## Description
+    A four-wheel vehicle (the ``dyn4`` plant: roll, pitch, load transfer, Pacejka tires in a
+    friction ellipse) follows a seeded, smooth course a few hundred metres long over rolling
+    hills, friction patches (mu 0.4 to 1.0) and bumps, near a target speed, inside a corridor,
+    using little energy. Control runs at 20 Hz; the plant takes 0.01 s substeps.
+
+    ## Action space
+    ``Box(-1, 1, (2,), float32)``: ``[steer, longitudinal]``. Steer scales to the max steer angle
+    (0.528 rad); longitudinal ``> 0`` drives up to ``a_drive`` (3 m/s^2), ``< 0`` brakes up to
+    ``a_brake`` (13.2 m/s^2). Actions outside the box are clipped to it; NaN, inf, a wrong shape
+    or dtype raise ``ValueError`` and leave the env's state untouched.
+
+    ## Observation space
+    ``Box(-10, 10, (30,), float32)``: each entry is ``value / scale`` clipped to +-10.
+
+    | index | entry | unit | scale |
+    |---|---|---|---|
+    | 0-2 | vx, vy, yaw rate (body frame) | m/s, m/s, rad/s | 10, 2, 1 |
+    | 3-6 | roll, pitch, roll rate, pitch rate | rad, rad, rad/s | 0.1, 0.05, 0.5, 0.5 |
+    | 7-8 | steer and drive lag states | rad, m/s^2 | max steer, 5 |
+    | 9-12 | wheel loads FL, FR, RL, RR relative to static, minus 1 | - | 1 |
+    | 13-16 | friction under the wheels | - | 1 |
+    | 17 | cross-track error (left +) | m | corridor half-width |
+    | 18 | heading error (yaw minus course heading) | rad | 0.5 |
+    | 19 | target speed | m/s | 10 |
+    | 20-29 | course points 5, 10, 20, 30, 40 m ahead, (x, y) in the body frame | m | 20 |
+
+    ## Rewards
+    A weighted sum of named terms (``dyn4_gym.envs.rewards``), each in ``info["reward_terms"]``
+    unweighted: ``progress`` (metres along the course, integrated over the substeps), ``speed``,
+    ``cross_track``, ``heading``, ``energy`` (positive drive work from the books / m g),
+    ``tire_slip`` and ``damper`` (dissipation from the books / m g), ``comfort``, ``action_rate``
+    and ``termination`` (-1 on failure). ``info["books"]`` has the step's energy lines [J].
+
+    ## Starting state
+    At the course's start, heading along it, settled on the terrain, at the target speed.
+
+    ## Episode end
+    Terminated when the car leaves the corridor or rolls past ``roll_limit`` at any substep, when
+    its state stops being finite (``info["nonfinite"]``), or at the course's end
+    (``info["success"]``); truncated after ``episode_steps`` steps (800).
+
+    ## Arguments
+    Keyword arguments are :class:`dyn4_gym.envs.config.EnvConfig` fields, nested as dicts:
+    ``vehicle`` (plant overrides), ``course``, ``ground``, ``target_speed``, ``start_speed``,
+    ``control_dt``, ``hdt``, ``episode_steps``, ``roll_limit``, ``reward_weights``,
+    ``reward_terms``, ``dtype``, ``device``; plus ``render_mode``. ``reset(options=...)`` takes
+    the same keys (``course``, ``ground``, ``reward_weights``...) for the next episodes.
+
+    ## Version history
+    - v0: first release.
+    """
+
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
+
+    def __init__(self, render_mode: str | None = None, **kwargs):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.config = EnvConfig.from_dict(kwargs)
+        self.core = TaskCore(self.config)
+        self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.observation_space = spaces.Box(-OBS_CLIP, OBS_CLIP, (len(OBS_NAMES),), np.float32)
+        self._state = None
+        self._key = None
+        self._episode = 0
+        self._renderer = None
+
+    obs_table = OBS_TABLE
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if options:
+            self.config = self.config.replace(dict(options), path="options")
+            self.core = TaskCore(self.config)
+        if seed is not None or self._key is None:
+            self._key = seed_to_key([seed])
+            self._episode = 0
+        else:
+            self._episode += 1
+        self._state, obs = self.core.reset(self._key, torch.tensor([self._episode]))
+        return self._obs(obs), {"seed_key": int(self._key[0]), "episode": self._episode}
+
+    def step(self, action):
+        if self._state is None:
+            raise RuntimeError("call reset() before step()")
+        a = check_actions(action, None)
+        with torch.no_grad():
+            act = torch.as_tensor(a, dtype=self.core.dtype, device=self.core.device)[None]
+            state, obs, reward, term, trunc, info = self.core.step(self._state, act)
+        self._state = state
+        if self.render_mode == "human":
+            self.render()
+        return self._obs(obs), float(reward[0]), bool(term[0]), bool(trunc[0]), to_numpy_info(info, 0)
+
+    @staticmethod
+    def _obs(obs: torch.Tensor) -> np.ndarray:
+        return obs[0].detach().cpu().numpy().astype(np.float32)
+
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='rgb_array' to gym.make")
+            return None
+        if self._state is None:
+            raise RuntimeError("call reset() before render()")
+        from .render import TopDownRenderer
+
+        if self._renderer is None:
+            self._renderer = TopDownRenderer(self.core, human=self.render_mode == "human")
+        frame = self._renderer.draw(self._state, 0)
+        return None if self.render_mode == "human" else frame
+
+    def close(self):
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+    def __getstate__(self):
+        d = self.__dict__.copy()
+        d["_renderer"] = None
+        return d

@@ -1,0 +1,156 @@
+"""Named reward terms. The reward is ``sum_name weight[name] * term[name](ctx)``.
+
+Each term returns its value per row, unweighted and signed (progress is positive, every cost
+negative), so weights are non-negative. ``info["reward_terms"]`` carries every term unweighted.
+Energy terms come from the plant's books over the step, in metres of lift: work divided by the
+car's weight ``m g`` (1 m of ``energy`` = the work that would lift the car 1 m).
+
+Users add a term with :func:`register_reward_term` (or pass term objects in the env's
+``reward_terms``) and give it a weight by name; an unknown name is an error, never a silent 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .config import ConfigError
+
+__all__ = ["StepContext", "RewardTerm", "DEFAULT_WEIGHTS", "REWARD_TERMS", "register_reward_term", "resolve_terms"]
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a term may read about one env step, each ``(B,)`` unless noted."""
+
+    progress: torch.Tensor  # [m] distance along the course over the step's substeps
+    speed: torch.Tensor  # [m/s] forward speed vx at the step's end
+    target_speed: torch.Tensor  # [m/s]
+    cross_track: torch.Tensor  # [m] signed, left +, at the step's end
+    half_width: float  # [m]
+    heading_error: torch.Tensor  # [rad] yaw minus course heading, wrapped
+    books: dict  # the step's energy lines [J], each (B,)
+    weight: torch.Tensor  # [N] m g
+    action: torch.Tensor  # (B, 2) clipped action
+    prev_action: torch.Tensor  # (B, 2)
+    roll_rate: torch.Tensor  # [rad/s]
+    pitch_rate: torch.Tensor  # [rad/s]
+    failed: torch.Tensor  # bool: left the corridor, rolled over or went non-finite
+    success: torch.Tensor  # bool: reached the course's end
+
+
+@dataclass(frozen=True)
+class RewardTerm:
+    """A named term: ``fn(ctx) -> (B,)`` tensor, unweighted."""
+
+    name: str
+    fn: Callable[[StepContext], torch.Tensor]
+    doc: str = ""
+
+    def __call__(self, ctx: StepContext) -> torch.Tensor:
+        return self.fn(ctx)
+
+
+def progress(c: StepContext) -> torch.Tensor:
+    return c.progress
+
+
+def speed(c: StepContext) -> torch.Tensor:
+    return -((c.speed - c.target_speed) / c.target_speed) ** 2
+
+
+def cross_track(c: StepContext) -> torch.Tensor:
+    return -(c.cross_track / c.half_width) ** 2
+
+
+def heading(c: StepContext) -> torch.Tensor:
+    return -(c.heading_error**2)
+
+
+def energy(c: StepContext) -> torch.Tensor:
+    return -c.books["supplied"].clamp_min(0.0) / c.weight
+
+
+def tire_slip(c: StepContext) -> torch.Tensor:
+    return -c.books["tire"] / c.weight
+
+
+def damper(c: StepContext) -> torch.Tensor:
+    return -c.books["damper"] / c.weight
+
+
+def comfort(c: StepContext) -> torch.Tensor:
+    return -(c.roll_rate**2 + c.pitch_rate**2)
+
+
+def action_rate(c: StepContext) -> torch.Tensor:
+    return -((c.action - c.prev_action) ** 2).sum(-1)
+
+
+def termination(c: StepContext) -> torch.Tensor:
+    return -c.failed.to(c.progress.dtype)
+
+
+# module-level functions, so envs (and their terms) pickle for subprocess vector envs
+_BUILTIN = [
+    RewardTerm("progress", progress, "[m] distance along the course, integrated over the substeps"),
+    RewardTerm("speed", speed, "-((vx - v_target) / v_target)^2"),
+    RewardTerm("cross_track", cross_track, "-(cross-track / half-width)^2"),
+    RewardTerm("heading", heading, "-(heading error [rad])^2"),
+    RewardTerm("energy", energy, "-(positive drive work) / (m g) [m]"),
+    RewardTerm("tire_slip", tire_slip, "-(tire slip dissipation) / (m g) [m]"),
+    RewardTerm("damper", damper, "-(damper dissipation) / (m g) [m]"),
+    RewardTerm("comfort", comfort, "-(roll rate^2 + pitch rate^2) [rad^2/s^2]"),
+    RewardTerm("action_rate", action_rate, "-|a - a_prev|^2"),
+    RewardTerm("termination", termination, "-1 when the episode fails"),
+]
+REWARD_TERMS: dict[str, RewardTerm] = {t.name: t for t in _BUILTIN}
+
+DEFAULT_WEIGHTS = {
+    "progress": 1.0,
+    "speed": 0.2,
+    "cross_track": 0.2,
+    "heading": 0.1,
+    "energy": 2.0,
+    "tire_slip": 2.0,
+    "damper": 1.0,
+    "comfort": 0.01,
+    "action_rate": 0.05,
+    "termination": 20.0,
+}
+
+
+def register_reward_term(term: RewardTerm, overwrite: bool = False) -> RewardTerm:
+    """Make a term available by name to every env (weight it with ``reward_weights``)."""
+    if not isinstance(term, RewardTerm):
+        raise TypeError("register_reward_term takes a RewardTerm(name, fn)")
+    if term.name in REWARD_TERMS and not overwrite:
+        raise ValueError(f"a reward term named {term.name!r} exists; pass overwrite=True to replace it")
+    REWARD_TERMS[term.name] = term
+    return term
+
+
+def resolve_terms(weights: dict, extra: tuple = (), path: str = "config") -> tuple[dict, dict]:
+    """Validate weights by name; returns ``(terms, weights)`` with the defaults filled in.
+
+    Terms named in ``weights`` or given in ``extra`` are used; the default weight of a term that
+    is not a built-in is 0 only if it was given in ``extra`` without a weight.
+    """
+    terms = dict(REWARD_TERMS)
+    for t in extra:
+        if not isinstance(t, RewardTerm):
+            raise ConfigError(f"{path}.reward_terms must hold RewardTerm objects, got {type(t).__name__}")
+        terms[t.name] = t
+    out = dict(DEFAULT_WEIGHTS)
+    for t in extra:
+        out.setdefault(t.name, 1.0)
+    for name, w in weights.items():
+        if name not in terms:
+            raise ConfigError(f"{path}.reward_weights.{name} is not a reward term (known: {sorted(terms)})")
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+            raise ConfigError(f"{path}.reward_weights.{name} must be a finite number >= 0, got {w!r}")
+        out[name] = float(w)
+    return {n: terms[n] for n in out}, out

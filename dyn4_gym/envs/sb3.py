@@ -1,0 +1,82 @@
+"""A Stable-Baselines3 ``VecEnv`` over the batched task core (needs the ``sb3`` extra).
+
+SB3 semantics: a finished row is reset at once; its last observation is in
+``infos[i]["terminal_observation"]`` and ``infos[i]["TimeLimit.truncated"]`` says whether it
+ended by the time limit (and not by termination). ``PPO("MlpPolicy", Dyn4SB3VecEnv(16))`` trains
+on one torch batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv
+
+from .config import EnvConfig
+from .core import OBS_CLIP, OBS_NAMES
+from .env import check_actions, to_numpy_info
+from .vector import BatchRunner
+
+__all__ = ["Dyn4SB3VecEnv"]
+
+
+class Dyn4SB3VecEnv(VecEnv):
+    def __init__(self, num_envs: int = 16, **kwargs):
+        obs_space = spaces.Box(-OBS_CLIP, OBS_CLIP, (len(OBS_NAMES),), np.float32)
+        act_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.render_mode = None
+        super().__init__(num_envs, obs_space, act_space)
+        self.runner = BatchRunner(EnvConfig.from_dict(kwargs), num_envs)
+        self._actions = None
+
+    @property
+    def config(self) -> EnvConfig:
+        return self.runner.config
+
+    def reset(self):
+        seeds = None if all(s is None for s in self._seeds) else self._seeds
+        obs = self.runner.reset(seeds)
+        self._reset_seeds()
+        self.reset_infos = [{} for _ in range(self.num_envs)]
+        return obs.cpu().numpy().astype(np.float32)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = check_actions(actions, self.num_envs)
+
+    def step_wait(self):
+        obs, reward, term, trunc, info = self.runner.step(self._actions)
+        done = (term | trunc).cpu().numpy()
+        obs_np = obs.cpu().numpy().astype(np.float32)
+        rows = to_numpy_info(info)
+        infos = [_row(rows, i) for i in range(self.num_envs)]
+        trunc_np, term_np = trunc.cpu().numpy(), term.cpu().numpy()
+        if done.any():
+            new_obs = self.runner.autoreset(torch.as_tensor(done)).cpu().numpy().astype(np.float32)
+            for i in np.flatnonzero(done):
+                infos[i]["terminal_observation"] = obs_np[i]
+                infos[i]["TimeLimit.truncated"] = bool(trunc_np[i] and not term_np[i])
+            obs_np = np.where(done[:, None], new_obs, obs_np)
+        return obs_np, reward.cpu().numpy().astype(np.float32), done, infos
+
+    def close(self) -> None:
+        pass
+
+    def get_attr(self, attr_name, indices=None):
+        return [getattr(self, attr_name) for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name, value, indices=None):
+        setattr(self, attr_name, value)
+
+    def env_method(self, method_name, *method_args, indices=None, **method_kwargs):
+        return [getattr(self, method_name)(*method_args, **method_kwargs) for _ in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class, indices=None):
+        return [False for _ in self._get_indices(indices)]
+
+
+def _row(info: dict, i: int) -> dict:
+    out = {}
+    for k, v in info.items():
+        out[k] = _row(v, i) if isinstance(v, dict) else v[i].item()
+    return out
