@@ -97,6 +97,7 @@ class EnvConfig:
     reward_terms: tuple = ()  # extra RewardTerm objects (users' own terms)
     dtype: str = "float32"
     device: str = "cpu"
+    compile: bool = False  # torch.compile the step (numpy faces only): minutes to compile, then faster
 
     @property
     def substeps(self) -> int:

@@ -30,12 +30,14 @@ class BatchRunner:
         self.n = n
         self.config = config
         self.core = TaskCore(config)
+        self._step = self.core.compiled_step() if config.compile else self.core.step
         self.state = None
         self.keys = None
 
     def reconfigure(self, options: dict) -> None:
         self.config = self.config.replace(options, path="options")
         self.core = TaskCore(self.config)
+        self._step = self.core.compiled_step() if self.config.compile else self.core.step
 
     def reset(self, seeds=None, mask: np.ndarray | None = None) -> torch.Tensor:
         """Reset the rows in ``mask`` (all by default); ``seeds`` a list of per-row seeds or None."""
@@ -60,7 +62,7 @@ class BatchRunner:
     def step(self, actions: np.ndarray):
         act = torch.as_tensor(actions, dtype=self.core.dtype, device=self.core.device)
         with torch.no_grad():
-            state, obs, reward, term, trunc, info = self.core.step(self.state, act)
+            state, obs, reward, term, trunc, info = self._step(self.state, act)
         self.state = state
         return obs, reward, term, trunc, info
 
