@@ -1,5 +1,6 @@
 """Controllers and trainers for the environments."""
 
 from .classical import PurePursuit, PurePursuitParams
+from .shac import SHAC, SHACConfig
 
-__all__ = ["PurePursuit", "PurePursuitParams"]
+__all__ = ["PurePursuit", "PurePursuitParams", "SHAC", "SHACConfig"]

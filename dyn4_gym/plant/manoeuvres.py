@@ -31,22 +31,26 @@ def _start(p, g, v0: float, n: int = 1, X: float = 0.0, Y: float = 0.0) -> torch
     return torch.cat((x[..., :3], torch.full_like(x[..., 3:4], v0), x[..., 4:]), -1)
 
 
-@torch.no_grad()
-def stop(p, g: Ground | None = None, v0: float = 20.0, hdt: float = 0.01, t_max: float = 20.0) -> dict:
-    """Full-brake stop from ``v0``: distance from the brake command to ``vx < 0.01``."""
-    g = Flat() if g is None else g
+def _full_brake(p, g, v0: float, hdt: float, steps: int, stop_below: float | None = None):
+    """Full brake, steering straight, from ``v0``: the trace ``(T, 14)`` and the summed books."""
     x = _start(p, g, v0)
     u = torch.stack((torch.zeros_like(p.a_brake), -p.a_brake)).expand(1, 2).to(x)
     trace, books = [x], []
-    for _ in range(int(t_max / hdt)):
+    for _ in range(steps):
         x, b = dyn4_step(x, u, p, g, hdt, books=True)
         trace.append(x)
         books.append(b)
-        if float(x[0, DYN4.VX]) < 0.01:
+        if stop_below is not None and float(x[0, DYN4.VX]) < stop_below:
             break
-    tr = torch.stack(trace, 0)[:, 0]
+    return torch.stack(trace, 0)[:, 0], sum_books(books)
+
+
+@torch.no_grad()
+def stop(p, g: Ground | None = None, v0: float = 20.0, hdt: float = 0.01, t_max: float = 20.0) -> dict:
+    """Full-brake stop from ``v0``: distance from the brake command to ``vx < 0.01``."""
+    tr, books = _full_brake(p, Flat() if g is None else g, v0, hdt, int(t_max / hdt), stop_below=0.01)
     dist = float(torch.hypot(tr[-1, 0] - tr[0, 0], tr[-1, 1] - tr[0, 1]))
-    return dict(distance=dist, time=(len(trace) - 1) * hdt, trace=tr.numpy(), books=sum_books(books))
+    return dict(distance=dist, time=(len(tr) - 1) * hdt, trace=tr.numpy(), books=books)
 
 
 @torch.no_grad()
@@ -98,15 +102,8 @@ def circle(p, g: Ground | None = None, deltas=(0.15, 0.30, 0.45), v: float = 3.0
 @torch.no_grad()
 def mu_split_stop(p, g: Ground, v0: float = 20.0, hdt: float = 0.01, t: float = 1.8) -> dict:
     """Full brake from ``v0`` on a split ground, steering fixed straight: yaw after ``t`` s."""
-    x = _start(p, g, v0)
-    u = torch.stack((torch.zeros_like(p.a_brake), -p.a_brake)).expand(1, 2).to(x)
-    trace, books = [x], []
-    for _ in range(int(t / hdt)):
-        x, b = dyn4_step(x, u, p, g, hdt, books=True)
-        trace.append(x)
-        books.append(b)
-    tr = torch.stack(trace, 0)[:, 0]
-    return dict(yaw=float(tr[-1, DYN4.PSI]), trace=tr.numpy(), books=sum_books(books))
+    tr, books = _full_brake(p, g, v0, hdt, int(t / hdt))
+    return dict(yaw=float(tr[-1, DYN4.PSI]), trace=tr.numpy(), books=books)
 
 
 @torch.no_grad()

@@ -1,0 +1,292 @@
+"""Short-horizon actor-critic through the plant (SHAC; Xu et al., "Accelerated Policy Learning
+with Parallel Differentiable Simulation", ICLR 2022), reimplemented from the paper's equations.
+
+Each iteration rolls ``num_envs`` cars for ``horizon`` steps with gradients on, and minimises
+
+    L_actor = -1 / (N h) sum_i [ sum_{t < h_i} gamma^t r_t + gamma^{h_i} V_target(s_{h_i}) ]
+
+where each row's window ends at its reset or at ``h``: a termination ends it with no bootstrap,
+a truncation or the window's end bootstraps with the target critic. The gradient is cut between
+windows (``Dyn4DiffEnv.detach``) and at resets (a reset row's new state does not depend on its
+old one). The actor's gradient is clipped to a global norm. The critic regresses TD(lambda)
+targets built from the window's rewards and the target critic, and the target critic follows
+it by Polyak averaging. Observations are normalised by running statistics (no gradient through
+them). ``critic=False`` gives the ablation: plain truncated BPTT with no value bootstrap.
+
+The policy is Gaussian in a pre-``tanh`` space with a learned state-independent log-std; its
+actions are ``tanh``-squashed into the action box; evaluation uses the mean.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..envs import Dyn4DiffEnv
+
+__all__ = ["SHACConfig", "SHAC", "RunningNorm", "Actor", "Critic"]
+
+
+@dataclass(frozen=True)
+class SHACConfig:
+    """Hyperparameters (defaults close to the paper's, scaled to this task)."""
+
+    num_envs: int = 64  # parallel cars
+    horizon: int = 32  # window length h [env steps]
+    gamma: float = 0.99
+    lam: float = 0.95  # TD(lambda)
+    actor_lr: float = 1e-3
+    critic_lr: float = 2e-3
+    critic_iters: int = 8  # critic passes over each window's data
+    critic_minibatches: int = 4
+    target_alpha: float = 0.2  # target <- alpha target + (1 - alpha) critic
+    grad_norm: float = 1.0  # global-norm clip of the actor's gradient
+    hidden: tuple = (64, 64)
+    init_log_std: float = -1.0
+    critic: bool = True  # False: truncated BPTT ablation
+    seed: int = 0
+
+    def validate(self) -> None:
+        for name in ("num_envs", "horizon", "critic_iters", "critic_minibatches"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 1):
+                raise ValueError(f"SHACConfig.{name} must be a positive int, got {v!r}")
+        for name in ("gamma", "lam", "target_alpha"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0 <= v <= 1):
+                raise ValueError(f"SHACConfig.{name} must lie in [0, 1], got {v!r}")
+        for name in ("actor_lr", "critic_lr", "grad_norm"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and v > 0):
+                raise ValueError(f"SHACConfig.{name} must be positive, got {v!r}")
+
+
+def _mlp(n_in, hidden, n_out):
+    layers, d = [], n_in
+    for h in hidden:
+        layers += [nn.Linear(d, h), nn.ELU()]
+        d = h
+    layers.append(nn.Linear(d, n_out))
+    return nn.Sequential(*layers)
+
+
+class RunningNorm(nn.Module):
+    """Running mean and variance (Chan et al.'s parallel update); ``(x - mean) / std``, clipped."""
+
+    def __init__(self, dim: int, clip: float = 5.0):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("var", torch.ones(dim))
+        self.register_buffer("count", torch.tensor(1e-4))
+        self.clip = clip
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        x = x.reshape(-1, x.shape[-1]).to(self.mean.dtype)
+        b_mean, b_var, n = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        tot = self.count + n
+        delta = b_mean - self.mean
+        self.mean += delta * n / tot
+        self.var = (self.var * self.count + b_var * n + delta**2 * self.count * n / tot) / tot
+        self.count = tot
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x - self.mean.to(x.dtype)) / torch.sqrt(self.var.to(x.dtype) + 1e-8)).clamp(-self.clip, self.clip)
+
+
+class Actor(nn.Module):
+    def __init__(self, obs_dim: int, hidden, init_log_std: float):
+        super().__init__()
+        self.net = _mlp(obs_dim, hidden, 2)
+        self.log_std = nn.Parameter(torch.full((2,), init_log_std))
+        with torch.no_grad():
+            self.net[-1].weight.mul_(0.1)
+            self.net[-1].bias.zero_()
+
+    def forward(self, z: torch.Tensor, deterministic: bool = False, generator=None) -> torch.Tensor:
+        mu = self.net(z)
+        if deterministic:
+            return torch.tanh(mu)
+        eps = torch.randn(mu.shape, generator=generator, dtype=mu.dtype, device=mu.device)
+        return torch.tanh(mu + self.log_std.exp() * eps)
+
+
+class Critic(nn.Module):
+    def __init__(self, obs_dim: int, hidden):
+        super().__init__()
+        self.net = _mlp(obs_dim, hidden, 1)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.net(z).squeeze(-1)
+
+
+class SHAC:
+    """The trainer. ``env_kwargs`` are ``Dyn4Humvee-v0`` keyword arguments."""
+
+    def __init__(self, config: SHACConfig = SHACConfig(), env_kwargs: dict | None = None):
+        config.validate()
+        self.config = config
+        self.env_kwargs = dict(env_kwargs or {})
+        torch.manual_seed(config.seed)
+        self.env = Dyn4DiffEnv(num_envs=config.num_envs, **self.env_kwargs)
+        obs_dim = self.env.obs_dim
+        self.norm = RunningNorm(obs_dim)
+        self.actor = Actor(obs_dim, config.hidden, config.init_log_std)
+        self.critic = Critic(obs_dim, config.hidden)
+        self.target = Critic(obs_dim, config.hidden)
+        self.target.load_state_dict(self.critic.state_dict())
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.actor_lr)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=config.critic_lr)
+        self.gen = torch.Generator().manual_seed(config.seed)
+        self.obs = self.env.reset(seed=config.seed)
+        self.norm.update(self.obs)
+        self.env_steps = 0
+        self.iterations = 0
+        self.episode_returns: list[float] = []
+        self._ep_ret = torch.zeros(config.num_envs)
+
+    # ------------------------------------------------------------------ one window
+    def _value(self, net, obs):
+        return net(self.norm(obs)) if self.config.critic else torch.zeros(obs.shape[0], dtype=obs.dtype)
+
+    def iteration(self) -> dict:
+        c = self.config
+        n, h = c.num_envs, c.horizon
+        obs = self.env.detach()  # cut the graph between windows
+        disc = torch.ones(n)
+        acc = torch.zeros(n)
+        loss = torch.zeros(())
+        buf_obs, buf_rew, buf_term, buf_trunc, buf_final = [], [], [], [], []
+        for t in range(h):
+            z = self.norm(obs)
+            action = self.actor(z, generator=self.gen)
+            nxt, r, term, trunc, info = self.env.step(action)
+            r = r.float()
+            acc = acc + disc * r
+            done = term | trunc
+            with torch.no_grad():
+                self._ep_ret += r.detach()
+                for i in torch.nonzero(done).flatten().tolist():
+                    self.episode_returns.append(float(self._ep_ret[i]))
+                self._ep_ret = torch.where(done, torch.zeros_like(self._ep_ret), self._ep_ret)
+            final = info["final_obs"]
+            boot_trunc = self._value(self.target, final) * (trunc & ~term).float()
+            if t == h - 1:  # the window closes every row: running ones bootstrap from the target critic
+                ends = torch.ones_like(done)
+                boot_end = self._value(self.target, nxt) * (~done).float()
+            else:
+                ends, boot_end = done, 0.0
+            closing = (acc + disc * c.gamma * (boot_trunc + boot_end)) * ends.float()
+            loss = loss - closing.sum()
+            disc = torch.where(done, torch.ones_like(disc), disc * c.gamma)
+            acc = torch.where(done, torch.zeros_like(acc), acc)
+            buf_obs.append(obs.detach())
+            buf_rew.append(r.detach())
+            buf_term.append(term)
+            buf_trunc.append(trunc & ~term)
+            buf_final.append(final.detach())
+            obs = nxt
+        loss = loss / (n * h)
+        self.actor_opt.zero_grad()
+        loss.backward()
+        gnorm = torch.nn.utils.clip_grad_norm_(self.actor.parameters(), c.grad_norm)
+        finite = bool(torch.isfinite(gnorm))
+        if finite:
+            self.actor_opt.step()
+        self.obs = obs.detach()
+        self.env_steps += n * h
+        self.iterations += 1
+        critic_loss = self._fit_critic(buf_obs, buf_rew, buf_term, buf_trunc, buf_final, obs.detach()) if c.critic else 0.0
+        self.norm.update(torch.stack(buf_obs))
+        return dict(actor_loss=float(loss.detach()), grad_norm=float(gnorm), grad_finite=finite, critic_loss=critic_loss,
+                    env_steps=self.env_steps)
+
+    @torch.no_grad()
+    def _targets(self, obs, rew, term, trunc, final, last_obs):
+        c = self.config
+        h = len(rew)
+        v_next = [self.target(self.norm(o)) for o in obs[1:]] + [self.target(self.norm(last_obs))]
+        v_final = [self.target(self.norm(f)) for f in final]
+        G = v_next[-1]
+        out = [None] * h
+        for t in reversed(range(h)):
+            done = term[t] | trunc[t]
+            nxt = torch.where(trunc[t], v_final[t], v_next[t])
+            nxt = torch.where(term[t], torch.zeros_like(nxt), nxt)
+            G_next = torch.where(done, nxt, G)
+            G = rew[t] + c.gamma * ((1 - c.lam) * nxt + c.lam * G_next)
+            out[t] = G
+        return torch.stack(out)
+
+    def _fit_critic(self, obs, rew, term, trunc, final, last_obs) -> float:
+        c = self.config
+        targets = self._targets(obs, rew, term, trunc, final, last_obs).reshape(-1)
+        z = self.norm(torch.stack(obs)).reshape(-1, obs[0].shape[-1]).detach()
+        m = z.shape[0]
+        total = 0.0
+        for _ in range(c.critic_iters):
+            perm = torch.randperm(m, generator=self.gen)
+            for chunk in perm.chunk(c.critic_minibatches):
+                loss = ((self.critic(z[chunk]) - targets[chunk]) ** 2).mean()
+                self.critic_opt.zero_grad()
+                loss.backward()
+                self.critic_opt.step()
+                total += float(loss.detach())
+        with torch.no_grad():
+            for pt, pc in zip(self.target.parameters(), self.critic.parameters()):
+                pt.mul_(c.target_alpha).add_((1 - c.target_alpha) * pc)
+        return total / (c.critic_iters * c.critic_minibatches)
+
+    # ------------------------------------------------------------------ use
+    def policy(self, obs: torch.Tensor) -> torch.Tensor:
+        """The deterministic policy on raw observations (for evaluation)."""
+        with torch.no_grad():
+            return self.actor(self.norm(obs.float()), deterministic=True)
+
+    def train(self, iterations: int | None = None, seconds: float | None = None, log=print, every: int = 1) -> list:
+        """Run iterations until either budget is spent; returns the per-iteration records."""
+        if iterations is None and seconds is None:
+            raise ValueError("give iterations or seconds")
+        t0, history = time.perf_counter(), []
+        while True:
+            rec = self.iteration()
+            rec["time"] = time.perf_counter() - t0
+            recent = self.episode_returns[-20:]
+            rec["episode_return"] = sum(recent) / len(recent) if recent else math.nan
+            history.append(rec)
+            if log is not None and self.iterations % every == 0:
+                log(f"iter {self.iterations:4d}  steps {rec['env_steps']:8d}  actor {rec['actor_loss']:+.4f}  "
+                    f"critic {rec['critic_loss']:.4f}  |g| {rec['grad_norm']:.3f}  "
+                    f"ep.return {rec['episode_return']:.2f}  {rec['time']:.0f} s")
+            if (iterations is not None and len(history) >= iterations) or (seconds is not None and rec["time"] >= seconds):
+                return history
+
+    def state_dict(self) -> dict:
+        return dict(config=dataclasses.asdict(self.config), env_kwargs=self.env_kwargs, actor=self.actor.state_dict(),
+                    critic=self.critic.state_dict(), target=self.target.state_dict(), norm=self.norm.state_dict(),
+                    actor_opt=self.actor_opt.state_dict(), critic_opt=self.critic_opt.state_dict(),
+                    env_steps=self.env_steps, iterations=self.iterations, gen=self.gen.get_state())
+
+    def save(self, path: str) -> None:
+        torch.save(self.state_dict(), path)
+
+    @classmethod
+    def load(cls, path: str) -> "SHAC":
+        d = torch.load(path, weights_only=False)
+        cfg = d["config"]
+        cfg["hidden"] = tuple(cfg["hidden"])
+        agent = cls(SHACConfig(**cfg), d["env_kwargs"])
+        for name in ("actor", "critic", "target", "norm", "actor_opt", "critic_opt"):
+            getattr(agent, name).load_state_dict(d[name])
+        agent.env_steps, agent.iterations = d["env_steps"], d["iterations"]
+        agent.gen.set_state(d["gen"])
+        return agent
+
+    def config_json(self) -> str:
+        return json.dumps(dict(shac=dataclasses.asdict(self.config), env=self.env_kwargs), indent=1, default=str)

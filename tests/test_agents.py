@@ -1,0 +1,103 @@
+"""Agents: the classical controller's differentiable step, the differentiable trainer, scripts."""
+
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from torch.autograd import gradcheck
+
+from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig
+from dyn4_gym.agents.evaluation import evaluate
+from dyn4_gym.envs import EnvConfig, TaskCore
+from dyn4_gym.ground import Grid
+
+D = torch.float64
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = dict(course={"length": 80.0}, episode_steps=120, ground={"hills_amplitude": 0.0, "n_bumps": 0, "n_patches": 0})
+
+
+def test_controller_plus_plant_step_gradcheck_on_a_grid_off_its_nodes():
+    core = TaskCore(EnvConfig.from_dict(dict(dtype="float64", control_dt=0.02)))
+    st = core.new_state(torch.tensor([5]), torch.zeros(1, dtype=torch.long))
+    gen = torch.Generator().manual_seed(0)
+    grid = Grid(heights=torch.randn(40, 20, generator=gen, dtype=D) * 0.04,
+                mu=0.7 + 0.2 * torch.rand(40, 20, generator=gen, dtype=D), origin=(-5.0, -10.0), spacing=1.0)
+    pp = PurePursuit()
+    for k in range(3):
+        x0 = st.x.clone()
+        # jitter the start off the grid's nodes (bilinear kinks sit on the grid lines)
+        x0[0, 0] = 3.0 + 0.37 * k + 0.113
+        x0[0, 1] = 0.21 + 0.05 * k
+        x0[0, 2] = 0.05
+        x0[0, 4], x0[0, 5] = 0.2, 0.05
+        # and off the drive/brake switch: at the target speed the speed loop commands exactly 0,
+        # where the lagged command's sign picks drive or brake (a kink, like a grid node)
+        x0[0, 3], x0[0, 13] = 9.6, 0.3
+        base = replace(st, terrain=grid)
+
+        def f(x):
+            s = replace(base, x=x)
+            return core.step(s, pp(core.observe(s)))[0].x
+
+        assert gradcheck(f, (x0.requires_grad_(),), eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+def test_classical_controller_finishes_the_held_out_courses():
+    res = evaluate(PurePursuit(), seeds=(10_000, 10_001, 10_002))
+    assert res.finished == 1.0 and res.mean_return > 200 and res.cross_track_rms < 1.0
+    assert 9.0 < res.mean_speed < 10.5 and 0 < res.energy_per_km < 5e3
+
+
+def test_gradients_through_a_32_step_window_are_finite():
+    agent = SHAC(SHACConfig(num_envs=4, horizon=32, critic_iters=1), SMALL)
+    rec = agent.iteration()
+    assert rec["grad_finite"] and rec["grad_norm"] > 0
+    assert all(torch.isfinite(p.grad).all() for p in agent.actor.parameters())
+
+
+def test_save_load_and_resume(tmp_path):
+    agent = SHAC(SHACConfig(num_envs=4, horizon=8, critic_iters=1), SMALL)
+    agent.train(iterations=2, log=None)
+    path = tmp_path / "m.pt"
+    agent.save(str(path))
+    again = SHAC.load(str(path))
+    obs = torch.randn(5, 30)
+    assert torch.equal(agent.policy(obs), again.policy(obs))
+    assert again.iterations == 2 and again.env_steps == agent.env_steps
+    again.train(iterations=1, log=None)
+    assert again.iterations == 3 and again.env_steps == agent.env_steps + 4 * 8
+
+
+@pytest.mark.slow
+def test_differentiable_trainer_improves_the_return_within_a_minute():
+    seeds = tuple(range(10_000, 10_008))
+    agent = SHAC(SHACConfig(num_envs=16, horizon=16, seed=1), SMALL)
+    before = evaluate(agent.policy, SMALL, seeds=seeds).mean_return
+    agent.train(iterations=20, log=None)  # about 25 s here
+    after = evaluate(agent.policy, SMALL, seeds=seeds).mean_return
+    print(f"return before {before:.2f}, after {after:.2f} ({agent.env_steps} env steps)")
+    assert after > before + 10.0
+
+
+def _script(*args, timeout=600):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_scripts_run_end_to_end(tmp_path):
+    out = tmp_path / "diff"
+    r = _script("agents/train_diff.py", "--iterations", "2", "--num-envs", "4", "--horizon", "8", "--eval-seeds", "2",
+                "--env-kwargs", '{"course": {"length": 60.0}, "episode_steps": 60}', "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (out / "model.pt").exists() and (out / "config.json").exists() and (out / "evaluation.json").exists()
+    r = _script("agents/evaluate.py", "--policy", str(out / "model.pt"), "--seeds", "2", "--out", str(tmp_path / "ev"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "ev" / "evaluation.png").exists()
+    r = _script("agents/evaluate.py", "--policy", "classical", "--seeds", "2", "--out", str(tmp_path / "ev2"),
+                "--env-kwargs", '{"course": {"length": 60.0}}')
+    assert r.returncode == 0 and "finished" in r.stdout
