@@ -18,7 +18,8 @@ from dyn4_gym.agents import SHAC, PurePursuit
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-ap.add_argument("--policy", default="classical", help="'classical' or a saved differentiable-trainer model (.pt)")
+ap.add_argument("--policy", default="classical",
+                help="'classical', a differentiable-trainer model (.pt) or an SB3 model (.zip from train_sb3.py)")
 ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
 ap.add_argument("--seeds", type=int, default=len(EVAL_SEEDS), help="how many held-out seeds")
 ap.add_argument("--out", default="runs/eval")
@@ -27,6 +28,12 @@ args = ap.parse_args()
 env_kwargs = json.loads(args.env_kwargs)
 if args.policy == "classical":
     policy, name = PurePursuit(), "classical (pure pursuit)"
+elif args.policy.endswith(".zip"):
+    from dyn4_gym.agents.sb3_glue import sb3_policy
+
+    policy, saved_kwargs = sb3_policy(args.policy)
+    env_kwargs = {**saved_kwargs, **env_kwargs}
+    name = os.path.basename(os.path.dirname(os.path.abspath(args.policy))) + "/" + os.path.basename(args.policy)
 else:
     agent = SHAC.load(args.policy)
     env_kwargs = {**agent.env_kwargs, **env_kwargs}

@@ -101,3 +101,39 @@ def test_scripts_run_end_to_end(tmp_path):
     r = _script("agents/evaluate.py", "--policy", "classical", "--seeds", "2", "--out", str(tmp_path / "ev2"),
                 "--env-kwargs", '{"course": {"length": 60.0}}')
     assert r.returncode == 0 and "finished" in r.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["ppo", "sac"])
+def test_sb3_script_runs_end_to_end(tmp_path, algo):
+    out = tmp_path / algo
+    kw = '{"course": {"length": 60.0}, "episode_steps": 50}'
+    r = _script("agents/train_sb3.py", "--algo", algo, "--timesteps", "256", "--eval-freq", "4096",
+                "--eval-episodes", "2", "--env-kwargs", kw, "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    for name in ("model.zip", "config.yml", "run.json", "vecnormalize.pkl"):
+        assert (out / name).exists(), name
+    r = _script("agents/evaluate.py", "--policy", str(out / "model.zip"), "--seeds", "2", "--out", str(tmp_path / "ev"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "mean_return" in r.stdout
+
+
+def test_zoo_config_loads_and_splits():
+    from dyn4_gym.agents.sb3_glue import load_zoo_config, split_hyperparams
+
+    hp = load_zoo_config(str(ROOT / "configs" / "ppo.yml"))
+    run, algo = split_hyperparams(hp)
+    assert run["n_envs"] == 16 and run["normalize"] is True
+    assert algo["policy_kwargs"]["net_arch"]["pi"] == [64, 64] and "n_envs" not in algo
+    with pytest.raises(KeyError, match="no section"):
+        load_zoo_config(str(ROOT / "configs" / "ppo.yml"), env_id="Nope-v0")
+
+
+@pytest.mark.slow
+def test_rl_zoo_trains_from_our_config(tmp_path):
+    """RL Zoo 3 reads configs/ppo.yml through --gym-packages dyn4_gym (skipped without rl_zoo3)."""
+    pytest.importorskip("rl_zoo3")
+    r = _script("-m", "rl_zoo3.train", "--gym-packages", "dyn4_gym", "--env", "Dyn4Humvee-v0", "--algo", "ppo",
+                "--conf-file", str(ROOT / "configs" / "ppo.yml"), "-n", "512", "--log-folder", str(tmp_path),
+                "--eval-freq", "-1", "--hyperparams", "n_envs:2", "n_steps:64", "batch_size:64")
+    assert r.returncode == 0, r.stderr[-3000:]
