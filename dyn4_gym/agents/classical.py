@@ -38,7 +38,7 @@ class PurePursuit:
     """``policy(obs) -> action``; built from the observation layout of ``Dyn4Humvee-v0``."""
 
     def __init__(self, params: PurePursuitParams = PurePursuitParams(), spec: VehicleSpec = HUMVEE,
-                 preview=PREVIEW, obs_scales=None):
+                 preview=PREVIEW):
         self.params = params
         self.L = spec.wheelbase
         self.delta_max = spec.max_steer

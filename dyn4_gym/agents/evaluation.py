@@ -26,7 +26,7 @@ class Evaluation:
     cross_track_rms: float  # [m]
     energy_per_km: float  # [kJ/km] positive drive work per kilometre of progress
     returns: np.ndarray
-    traces: np.ndarray  # (T, B, 2) positions
+    traces: np.ndarray  # (T, B, 2) positions, NaN after a row's episode ended
     courses: np.ndarray  # (B, N, 2)
     energy: np.ndarray  # (T, B) cumulative positive drive work [kJ]
 
@@ -62,8 +62,10 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
         speed += state.x[:, 3].double() * a
         count += a
         success |= info["success"] & alive
+        pos = state.x[:, :2].double().numpy().copy()
+        pos[~alive.numpy()] = np.nan  # rows already finished before this step are not drawn on
         alive &= ~(term | trunc)
-        traces.append(state.x[:, :2].double().numpy())
+        traces.append(pos)
         energy.append(work.numpy() / 1e3)
         if not alive.any():
             break
