@@ -55,6 +55,9 @@ while True:
         for rec in recs:
             for k in ("actor_loss", "critic_loss", "grad_norm", "episode_return"):
                 writer.add_scalar(f"train/{k}", rec[k], rec["env_steps"])
+            for k, v in rec.items():
+                if k.startswith("episode/"):  # reward terms and energy lines per finished episode
+                    writer.add_scalar(k, v, rec["env_steps"])
     agent.save(ckpt)
     if remaining_s is not None:
         remaining_s -= recs[-1]["time"]

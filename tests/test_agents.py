@@ -53,9 +53,11 @@ def test_classical_controller_finishes_the_held_out_courses():
 
 
 def test_gradients_through_a_32_step_window_are_finite():
-    agent = SHAC(SHACConfig(num_envs=4, horizon=32, critic_iters=1), SMALL)
+    agent = SHAC(SHACConfig(num_envs=4, horizon=32, critic_iters=1), {**SMALL, "episode_steps": 60})
     rec = agent.iteration()
     assert rec["grad_finite"] and rec["grad_norm"] > 0
+    agent.train(iterations=2, log=None)  # 3 x 32 steps: every row has finished a 60-step episode
+    assert agent.episode_lines and "term/progress" in agent.episode_lines[0] and "books/supplied" in agent.episode_lines[0]
     assert all(torch.isfinite(p.grad).all() for p in agent.actor.parameters())
 
 

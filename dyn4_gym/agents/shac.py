@@ -149,7 +149,9 @@ class SHAC:
         self.env_steps = 0
         self.iterations = 0
         self.episode_returns: list[float] = []
+        self.episode_lines: list[dict] = []  # per finished episode: reward terms and energy lines summed
         self._ep_ret = torch.zeros(config.num_envs)
+        self._ep_lines: dict = {}
 
     # ------------------------------------------------------------------ one window
     def _value(self, net, obs):
@@ -172,9 +174,15 @@ class SHAC:
             done = term | trunc
             with torch.no_grad():
                 self._ep_ret += r.detach()
+                for group in ("reward_terms", "books"):
+                    for k, v in info[group].items():
+                        key = f"{'term' if group == 'reward_terms' else 'books'}/{k}"
+                        self._ep_lines[key] = self._ep_lines.get(key, 0.0) + v.detach().double()
                 for i in torch.nonzero(done).flatten().tolist():
                     self.episode_returns.append(float(self._ep_ret[i]))
+                    self.episode_lines.append({k: float(v[i]) for k, v in self._ep_lines.items()})
                 self._ep_ret = torch.where(done, torch.zeros_like(self._ep_ret), self._ep_ret)
+                self._ep_lines = {k: torch.where(done, torch.zeros_like(v), v) for k, v in self._ep_lines.items()}
             final = info["final_obs"]
             boot_trunc = self._value(self.target, final) * (trunc & ~term).float()
             if t == h - 1:  # the window closes every row: running ones bootstrap from the target critic
@@ -259,6 +267,9 @@ class SHAC:
             rec["time"] = time.perf_counter() - t0
             recent = self.episode_returns[-20:]
             rec["episode_return"] = sum(recent) / len(recent) if recent else math.nan
+            lines = self.episode_lines[-20:]
+            for k in (lines[0] if lines else {}):
+                rec[f"episode/{k}"] = sum(d[k] for d in lines) / len(lines)
             history.append(rec)
             if log is not None and self.iterations % every == 0:
                 log(f"iter {self.iterations:4d}  steps {rec['env_steps']:8d}  actor {rec['actor_loss']:+.4f}  "
