@@ -62,9 +62,7 @@ class TaskState:
         out = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            out[f.name] = v.detach() if isinstance(v, torch.Tensor) else (
-                Terrain(**{g.name: (getattr(v, g.name).detach() if isinstance(getattr(v, g.name), torch.Tensor)
-                                    else getattr(v, g.name)) for g in fields(v)}) if isinstance(v, Terrain) else v)
+            out[f.name] = v.detach() if isinstance(v, (torch.Tensor, Terrain)) else v
         return TaskState(**out)
 
     @property

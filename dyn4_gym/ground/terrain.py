@@ -60,6 +60,11 @@ class Terrain(Ground):
             mu = mu + cover * (self._b(self.patch_mu[:, j], xy) - mu)
         return mu
 
+    def detach(self) -> "Terrain":
+        """The same terrain with its tensors cut from the autograd graph."""
+        return Terrain(**{f.name: (getattr(self, f.name).detach() if isinstance(getattr(self, f.name), torch.Tensor)
+                                   else getattr(self, f.name)) for f in fields(self)})
+
     def select(self, mask: torch.Tensor, other: "Terrain") -> "Terrain":
         """Rows of ``other`` where ``mask (B,)`` is true, of ``self`` elsewhere."""
         out = {}
