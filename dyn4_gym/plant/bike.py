@@ -19,7 +19,7 @@ from ..ground import Flat, Ground
 from .._math import softplus_floor
 from .dyn4 import FLOOR_SHARE, check_step_args, wheel_points
 from .params import BikeParams
-from .planar import clamp_inputs, lag, planar_step, wheel_frames
+from .planar import clamp_inputs, lag, planar_step, twist_dot, wheel_frames
 from .tire import lateral_peak, lateral_secant, load_sensitive_mu, longitudinal_forces
 
 __all__ = ["bike_step"]
@@ -55,9 +55,8 @@ def bike_step(x: torch.Tensor, u: torch.Tensor, p: BikeParams, g: Ground | None 
     Fx, D = _forces(p, a, vx, _loads(p, a), mu_g)
     cosd, sind, gv, nv = wheel_frames(delta_w, p)
     v_lat = p.v_lat.unsqueeze(-1) if p.v_lat.ndim else p.v_lat
-    w = nv[0] * vx.unsqueeze(-1) + nv[1] * vy.unsqueeze(-1) + nv[2] * r.unsqueeze(-1)
-    uw = gv[0] * vx.unsqueeze(-1) + gv[1] * vy.unsqueeze(-1) + gv[2] * r.unsqueeze(-1)
-    Fy = -lateral_secant(w, uw, D, p.B, p.C, p.E, v_lat) * w
+    w = twist_dot(nv, vx, vy, r)
+    Fy = -lateral_secant(w, twist_dot(gv, vx, vy, r), D, p.B, p.C, p.E, v_lat) * w
     ax = (Fx * cosd - Fy * sind).sum(-1) / p.m
     Fx, D = _forces(p, a, vx, _loads(p, ax), mu_g)
     vx1, vy1, r1, _ = planar_step(vx, vy, r, delta_w, Fx, D, p, hdt, braking=a < 0)

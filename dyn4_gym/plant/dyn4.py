@@ -65,6 +65,12 @@ def wheel_points(X, Y, psi, p) -> torch.Tensor:
     return torch.stack((px, py), -1)
 
 
+def corner_dot(q: torch.Tensor, p) -> torch.Tensor:
+    """``a_i . q`` ``(..., 4)`` for ``q (..., 3)`` = (heave, roll, pitch) or their rates,
+    ``a_i = (1, y_i, -x_i)``: each corner's vertical displacement (or rate)."""
+    return q[..., 0:1] + p.y_w * q[..., 1:2] - p.x_w * q[..., 2:3]
+
+
 def ackermann(delta: torch.Tensor, p) -> torch.Tensor:
     """Per-wheel steer ``(..., 4)``: front pair at ``atan2(L sin d, L cos d - y_i sin d)``, rear 0.
 
@@ -102,8 +108,8 @@ def forces_at(x: torch.Tensor, delta: torch.Tensor, a: torch.Tensor, p: Dyn4Para
     q = x[..., 6:9]
     qd = x[..., 9:12]
     mu_g, hg = g(wheel_points(X, Y, psi, p))
-    disp = q[..., 0:1] + p.y_w * q[..., 1:2] - p.x_w * q[..., 2:3]  # a_i . q, (..., 4)
-    rate = qd[..., 0:1] + p.y_w * qd[..., 1:2] - p.x_w * qd[..., 2:3]
+    disp = corner_dot(q, p)
+    rate = corner_dot(qd, p)
     spring = p.Fz0 + p.k * (hg - disp)
     Fz = softplus_floor(spring - p.damp * rate, FLOOR_SHARE * p.Fz0)
     mu = load_sensitive_mu(mu_g, Fz, p.Fz0, _u(p.eps_load))
@@ -254,10 +260,8 @@ def dyn4_rest(p: Dyn4Params, g: Ground | None = None, batch_shape=(), X=0.0, Y=0
 
 def slip_angles(x: torch.Tensor, p: Dyn4Params) -> torch.Tensor:
     """Each wheel's slip angle ``atan2(w_i, |u_i|)`` [rad] ``(..., 4)`` at state ``x`` (..., 14)."""
-    from .planar import wheel_frames
+    from .planar import twist_dot, wheel_frames
 
     _, _, gv, nv = wheel_frames(ackermann(x[..., 12], p), p)
-    t = (x[..., 3:4], x[..., 4:5], x[..., 5:6])
-    w = nv[0] * t[0] + nv[1] * t[1] + nv[2] * t[2]
-    u = gv[0] * t[0] + gv[1] * t[1] + gv[2] * t[2]
-    return torch.atan2(w, u.abs())
+    vx, vy, r = x[..., 3], x[..., 4], x[..., 5]
+    return torch.atan2(twist_dot(nv, vx, vy, r), twist_dot(gv, vx, vy, r).abs())

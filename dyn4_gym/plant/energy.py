@@ -40,9 +40,9 @@ from typing import NamedTuple
 import torch
 
 from .._math import tanhc
-from .dyn4 import _sym3, forces_at, grade_force, wheel_points
+from .dyn4 import _sym3, corner_dot, forces_at, grade_force, wheel_points
 from .params import Dyn4Params
-from .planar import wheel_frames
+from .planar import twist_dot, wheel_frames
 from .tire import lateral_secant
 
 __all__ = ["Books", "dyn4_energy", "step_books", "sum_books", "PHStructure", "ph_structure", "ph_rhs", "ph_state"]
@@ -92,8 +92,7 @@ def _energy_on(x: torch.Tensor, p: Dyn4Params, hg: torch.Tensor) -> torch.Tensor
     """``H`` with given ground heights under the wheels ``hg (..., 4)``."""
     vx, vy, r, zd, phid, thetad = _twist(x)
     q = x[..., 6:9]
-    disp = q[..., 0:1] + p.y_w * q[..., 1:2] - p.x_w * q[..., 2:3]
-    spring = p.Fz0 + p.k * (hg - disp)  # k_i l_i
+    spring = p.Fz0 + p.k * (hg - corner_dot(q, p))  # k_i l_i
     kinetic = 0.5 * (p.m * (vx * vx + vy * vy + zd * zd) + p.Iz * r * r + p.Ix * phid * phid + p.Iy * thetad * thetad)
     return kinetic + (0.5 * spring * spring / p.k).sum(-1) + p.m * p.g * q[..., 0]
 
@@ -119,16 +118,14 @@ def step_books(x, x1, f, pl, f_ext, p: Dyn4Params, g, hdt: float) -> Books:
     Fx, Fy, Fy0 = f["Fx"], pl["Fy"], pl["Fy0"]
     ex = (vx.unsqueeze(-1), vy.unsqueeze(-1), r.unsqueeze(-1))
     pd_, td_ = pd.unsqueeze(-1), td.unsqueeze(-1)
-    y = gv[0] * ex[0] + gv[1] * ex[1] + gv[2] * ex[2] + h * (sind * pd_ - cosd * td_)
+    y = twist_dot(gv, vx, vy, r) + h * (sind * pd_ - cosd * td_)
     supplied = hdt * (Fx * y).sum(-1)
     tire = -hdt * (Fy0 * nv[0] * ex[0] + Fy * (nv[1] * ex[1] + nv[2] * ex[2])).sum(-1)
     lever = hdt * (Fy * h * (cosd * pd_ + sind * td_)).sum(-1)
     drag = hdt * pl["drag"] * vx
     qd1 = x1[..., 9:12]
     qdm = (x[..., 9:12] + qd1) / 2
-    rate1 = qd1[..., 0:1] + p.y_w * qd1[..., 1:2] - p.x_w * qd1[..., 2:3]
-    ratem = qdm[..., 0:1] + p.y_w * qdm[..., 1:2] - p.x_w * qdm[..., 2:3]
-    damper = hdt * (p.damp * rate1 * ratem).sum(-1)
+    damper = hdt * (p.damp * corner_dot(qd1, p) * corner_dot(qdm, p)).sum(-1)
     grade = torch.zeros_like(supplied) if f_ext is None else hdt * (f_ext[0] * vx + f_ext[1] * vy + f_ext[2] * r)
     limiter = p.m * (vx1 - pl["vx_free"]) * vx
     H0 = _energy_on(x, p, f["hg"])
@@ -172,10 +169,8 @@ def ph_structure(x: torch.Tensor, p: Dyn4Params, g) -> PHStructure:
     f = forces_at(x, x[..., 12], x[..., 13], p, g)
     vx, vy, r, zd, phid, thetad = _twist(x)
     cosd, sind, gv, nv = wheel_frames(f["delta_w"], p)
-    ex = (vx.unsqueeze(-1), vy.unsqueeze(-1), r.unsqueeze(-1))
-    w = nv[0] * ex[0] + nv[1] * ex[1] + nv[2] * ex[2]
-    uw = gv[0] * ex[0] + gv[1] * ex[1] + gv[2] * ex[2]
-    S = lateral_secant(w, uw, f["D"], p.B, p.C, p.E, _u(p.v_lat))
+    w = twist_dot(nv, vx, vy, r)
+    S = lateral_secant(w, twist_dot(gv, vx, vy, r), f["D"], p.B, p.C, p.E, _u(p.v_lat))
     Fy = -S * w
     batch = S.shape[:-1]
     dt = x.dtype

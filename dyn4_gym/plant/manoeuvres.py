@@ -6,7 +6,6 @@ plain numbers and numpy traces. All speeds m/s, distances m, accelerations m/s^2
 
 from __future__ import annotations
 
-
 import math
 
 import numpy as np

@@ -31,7 +31,7 @@ import torch
 
 from .tire import lateral_secant
 
-__all__ = ["N_SECANT", "lag", "clamp_inputs", "planar_step", "wheel_frames"]
+__all__ = ["N_SECANT", "lag", "clamp_inputs", "planar_step", "twist_dot", "wheel_frames"]
 
 # Secant updates after the first solve. The fixed-point iteration contracts by about 0.35 per
 # update; measured over 2000 random states (a third past the peak), 3 updates leave vy within
@@ -62,7 +62,8 @@ def wheel_frames(delta_w: torch.Tensor, p):
     return c, s, g, n
 
 
-def _dot(v, vx, vy, r):
+def twist_dot(v, vx, vy, r):
+    """``v . (vx, vy, r)`` per wheel: ``v`` a ``(g or n)`` triple of ``(..., n)``, the twist ``(...)``."""
     return v[0] * vx.unsqueeze(-1) + v[1] * vy.unsqueeze(-1) + v[2] * r.unsqueeze(-1)
 
 
@@ -81,10 +82,10 @@ def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=No
     v_lat = p.v_lat.unsqueeze(-1) if p.v_lat.ndim else p.v_lat
 
     def secant(vx_, vy_, r_):
-        return lateral_secant(_dot(nv, vx_, vy_, r_), _dot(gv, vx_, vy_, r_), D, B, C, E, v_lat)
+        return lateral_secant(twist_dot(nv, vx_, vy_, r_), twist_dot(gv, vx_, vy_, r_), D, B, C, E, v_lat)
 
     S0 = secant(vx, vy, r)
-    Fy0 = -S0 * _dot(nv, vx, vy, r)
+    Fy0 = -S0 * twist_dot(nv, vx, vy, r)
     fx_body = (Fx * gv[0] + Fy0 * nv[0]).sum(-1)
     drag = p.c_drag * vx * vx.abs() + p.f_roll * torch.tanh(vx / p.v_roll)
     ext = (0.0, 0.0, 0.0) if f_ext is None else f_ext
@@ -113,6 +114,6 @@ def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=No
         det = a00 * a11 - a01 * a10
         vy1 = (a11 * b0 - a01 * b1) / det
         r1 = (a00 * b1 - a10 * b0) / det
-    Fy = -S * _dot(nv, vx1, vy1, r1)
+    Fy = -S * twist_dot(nv, vx1, vy1, r1)
     out = dict(Fy=Fy, S=S, Fy0=Fy0, drag=drag, vx_free=vx_free, frames=(cosd, sind, gv, nv))
     return vx1, vy1, r1, out
