@@ -262,6 +262,10 @@ class TaskCore:
                     rollover=rolled, nonfinite=nonfinite, progress=progress, s=s_prev, cross_track=e)
         return new, self.observe(new), reward, terminated, truncated, info
 
+    def step_fn(self):
+        """The step the numpy faces use: :meth:`compiled_step` if the config asks for it."""
+        return self.compiled_step() if self.cfg.compile else self.step
+
     def compiled_step(self):
         """``step`` compiled with ``torch.compile`` (one graph for all substeps), same signature.
 

@@ -40,13 +40,13 @@ def check_actions(action, n: int | None) -> np.ndarray:
 
 
 def to_numpy_info(info: dict, row: int | None = None) -> dict:
-    """Tensors (nested dicts) to numpy arrays, or to Python scalars for one ``row``."""
+    """Tensors or arrays (nested dicts) to numpy arrays, or to Python scalars for one ``row``."""
     out = {}
     for k, v in info.items():
         if isinstance(v, dict):
             out[k] = to_numpy_info(v, row)
-        elif isinstance(v, torch.Tensor):
-            a = v.detach().cpu().numpy()
+        elif isinstance(v, (torch.Tensor, np.ndarray)):
+            a = v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v
             out[k] = a if row is None else a[row].item()
         else:
             out[k] = v
@@ -118,7 +118,7 @@ class Dyn4Env(gym.Env):
         self.render_mode = render_mode
         self.config = EnvConfig.from_dict(kwargs)
         self.core = TaskCore(self.config)
-        self._step = self.core.compiled_step() if self.config.compile else self.core.step
+        self._step = self.core.step_fn()
         self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.observation_space = spaces.Box(-OBS_CLIP, OBS_CLIP, (len(OBS_NAMES),), np.float32)
         self._state = None
@@ -133,7 +133,7 @@ class Dyn4Env(gym.Env):
         if options:
             self.config = self.config.replace(dict(options), path="options")
             self.core = TaskCore(self.config)
-            self._step = self.core.compiled_step() if self.config.compile else self.core.step
+            self._step = self.core.step_fn()
         if seed is not None or self._key is None:
             self._key = seed_to_key([seed])
             self._episode = 0
@@ -184,4 +184,4 @@ class Dyn4Env(gym.Env):
 
     def __setstate__(self, d):
         self.__dict__.update(d)
-        self._step = self.core.compiled_step() if self.config.compile else self.core.step
+        self._step = self.core.step_fn()

@@ -49,7 +49,7 @@ class Dyn4SB3VecEnv(VecEnv):
         done = (term | trunc).cpu().numpy()
         obs_np = obs.cpu().numpy().astype(np.float32)
         rows = to_numpy_info(info)
-        infos = [_row(rows, i) for i in range(self.num_envs)]
+        infos = [to_numpy_info(rows, i) for i in range(self.num_envs)]
         trunc_np, term_np = trunc.cpu().numpy(), term.cpu().numpy()
         if done.any():
             new_obs = self.runner.autoreset(torch.as_tensor(done)).cpu().numpy().astype(np.float32)
@@ -74,9 +74,3 @@ class Dyn4SB3VecEnv(VecEnv):
     def env_is_wrapped(self, wrapper_class, indices=None):
         return [False for _ in self._get_indices(indices)]
 
-
-def _row(info: dict, i: int) -> dict:
-    out = {}
-    for k, v in info.items():
-        out[k] = _row(v, i) if isinstance(v, dict) else v[i].item()
-    return out

@@ -30,14 +30,14 @@ class BatchRunner:
         self.n = n
         self.config = config
         self.core = TaskCore(config)
-        self._step = self.core.compiled_step() if config.compile else self.core.step
+        self._step = self.core.step_fn()
         self.state = None
         self.keys = None
 
     def reconfigure(self, options: dict) -> None:
         self.config = self.config.replace(options, path="options")
         self.core = TaskCore(self.config)
-        self._step = self.core.compiled_step() if self.config.compile else self.core.step
+        self._step = self.core.step_fn()
 
     def reset(self, seeds=None, mask: np.ndarray | None = None) -> torch.Tensor:
         """Reset the rows in ``mask`` (all by default); ``seeds`` a list of per-row seeds or None."""
