@@ -7,7 +7,7 @@ import torch
 
 from dyn4_gym.ground import Flat, MuSplit
 from dyn4_gym.plant import HUMVEE, dyn4_params
-from dyn4_gym.plant.dyn4 import ackermann
+from dyn4_gym.plant.corners import ackermann
 from dyn4_gym.plant.manoeuvres import bump, circle, kinematic_stop, mu_split_stop, skidpad, stop
 
 D = torch.float64

@@ -19,7 +19,7 @@ import torch
 from .. import _rng
 from ..ground import Terrain
 from ..plant import HUMVEE, dyn4_params, dyn4_rest, dyn4_step
-from ..plant.dyn4 import forces_at, wheel_points
+from ..plant.corners import forces_at, wheel_points
 from .config import EnvConfig
 from .course import make_courses, preview_points, project, wrap_angle
 from .rewards import StepContext, resolve_terms
@@ -204,7 +204,7 @@ class TaskCore:
         rel = pts - x[:, None, :2]
         c, s = torch.cos(x[:, 2:3]), torch.sin(x[:, 2:3])
         bx, by = c * rel[..., 0] + s * rel[..., 1], -s * rel[..., 0] + c * rel[..., 1]
-        raw = torch.cat((x[:, [3, 4, 5, 7, 8, 10, 11]], x[:, 12:14], f["Fz"] / p.Fz0 - 1.0, f["mu_ground"],
+        raw = torch.cat((x[:, [3, 4, 5, 7, 8, 10, 11]], x[:, 12:14], f.Fz / p.Fz0 - 1.0, f.mu_ground,
                          e[:, None], wrap_angle(x[:, 2] - th)[:, None], state.target_speed[:, None],
                          torch.stack((bx, by), -1).reshape(-1, 10)), -1)
         # a non-finite plant state (flagged in info["nonfinite"]) never leaks a NaN observation

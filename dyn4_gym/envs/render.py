@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..plant.dyn4 import forces_at
+from ..plant.corners import forces_at
 
 __all__ = ["TopDownRenderer"]
 
@@ -42,7 +42,7 @@ class TopDownRenderer:
             th = state.course_heading[row].double().cpu().numpy()
             ter = state.terrain
             f = forces_at(state.x, state.x[:, 12], state.x[:, 13], core.p, ter)
-            load = (f["Fz"][row] / core.p.Fz0).double().cpu().numpy()
+            load = (f.Fz[row] / core.p.Fz0).double().cpu().numpy()
         hw = core.cfg.course.half_width
         nrm = np.stack((-np.sin(th), np.cos(th)), -1)
         for j in range(ter.patch_x.shape[1]):

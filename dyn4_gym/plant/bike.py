@@ -17,9 +17,9 @@ import torch
 
 from ..ground import Flat, Ground
 from .._math import softplus_floor
-from .dyn4 import FLOOR_SHARE, check_step_args, wheel_points
+from .corners import FLOOR_SHARE, wheel_points
 from .params import BikeParams
-from .planar import clamp_inputs, lag, planar_step, twist_dot, wheel_frames
+from .planar import check_step_args, clamp_inputs, lag, planar_step, twist_dot, wheel_frames
 from .tire import lateral_peak, lateral_secant, load_sensitive_mu, longitudinal_forces
 
 __all__ = ["bike_step"]
@@ -59,7 +59,8 @@ def bike_step(x: torch.Tensor, u: torch.Tensor, p: BikeParams, g: Ground | None 
     Fy = -lateral_secant(w, twist_dot(gv, vx, vy, r), D, p.B, p.C, p.E, v_lat) * w
     ax = (Fx * cosd - Fy * sind).sum(-1) / p.m
     Fx, D = _forces(p, a, vx, _loads(p, ax), mu_g)
-    vx1, vy1, r1, _ = planar_step(vx, vy, r, delta_w, Fx, D, p, hdt, braking=a < 0)
+    pl = planar_step(vx, vy, r, delta_w, Fx, D, p, hdt, braking=a < 0)
+    vx1, vy1, r1 = pl.vx, pl.vy, pl.r
     psi_m = psi + 0.5 * hdt * r1
     cm, sm = torch.cos(psi_m), torch.sin(psi_m)
     X1 = X + hdt * (vx1 * cm - vy1 * sm)

@@ -1,5 +1,5 @@
-"""The four-wheel plant's port-Hamiltonian form and its per-step energy books (PLANT.md, the
-second seed).
+"""The four-wheel plant's port-Hamiltonian form and its per-step energy books (docs/plant.md,
+"Port-Hamiltonian form" and "The books").
 
 In ``x = (q, p)`` with ``q = (z, phi, theta)`` and ``p = M xi`` for the twist
 ``xi = (vx, vy, r, zd, phid, thetad)``, ``M = diag(m, m, Iz, m, Ix, Iy)``:
@@ -9,27 +9,25 @@ In ``x = (q, p)`` with ``q = (z, phi, theta)`` and ``p = M xi`` for the twist
     J  = [[0, 0, I], [0, J_h(p), 0], [-I, 0, 0]],  J_h = [[0, 0, p_y], [0, 0, -p_x], [-p_y, p_x, 0]]
     R  = blockdiag(0, c_x e_x e_x^T + sum_i S_i n_i n_i^T, sum_i c_i a_i a_i^T)
 
-``S_i = -F_yi / w_i`` is the tire's exact secant (no speed floor: tire.py roots the force at
-``w = 0``), ``c_x = F_drag / vx`` the drag's, ``c_i`` the skyhook dampers. ``G``'s column ``i`` is
-the generalised force of a unit longitudinal force at wheel ``i``'s contact patch, ``h`` below the
-CG: ``(g_i, 0, h sin d_i, -h cos d_i)`` on ``(vx, vy, r, zd, phid, thetad)``, so ``y^T u`` is all
-the power the drive and brakes deliver; steering only turns ``g_i`` and ``n_i`` and does no work.
-``f_lever = (0, h sum F_y cos d, h sum F_y sin d)`` on ``(zd, phid, thetad)`` is the lateral forces'
-moment on roll and pitch: one-way (the slips never see roll and pitch rates), so neither in ``J``
-nor ``R``; it is its own line and zero when ``h = 0``.
+``S_i = -F_yi / w_i`` is the tire's exact secant (tire.py roots the force at ``w = 0``),
+``c_x = F_drag / vx`` the drag's, ``c_i`` the dampers. ``G``'s column ``i`` is the generalised
+force of a unit longitudinal force at wheel ``i``'s contact patch, ``h`` below the CG:
+``(g_i, 0, h sin d_i, -h cos d_i)`` on ``(vx, vy, r, zd, phid, thetad)``. ``f_lever`` is the
+lateral forces' one-way moment on roll and pitch; ``f_grade`` the springs' reaction on the
+slopes (``-dH/dpose``, opt-in); ``f_ground`` the moving ground's push through passive dampers.
 
 The books of one substep: ``dH = supplied - dissipated + lever + grade + ground + limiter +
 residual``, each a tensor per batch element [J]. Every line but ``ground`` and ``residual`` is the
 work of the forces the step applied, over the step, at the midpoint velocities
 ``(xi + xi+) / 2``: for each velocity component ``M (v+ - v) = hdt F`` exactly, so the kinetic
-energy change is booked exactly, line by line. What is left, ``residual``, is the integration
-error of the conservative parts (the springs' quadrature and the gyroscopic terms, which the
-explicit ``vx`` and implicit ``(vy, r)`` updates do not cancel exactly): second order per step,
-so it falls about 4x per halving of ``hdt``. ``ground`` is exact: the springs' energy at the
-step's end on the ground under the new pose minus on the ground the step stood on.
-``dissipated = tire + damper + drag``; each is the work of dissipative forces, ``>= 0`` up to
-``O(hdt^2)``. ``limiter`` is what the speed clamp took (there is no low-speed blend outside R:
-both blends are inside the secants).
+energy change is booked exactly, line by line, and the vertical step's midpoint springs make the
+potential energy change exact as well. What is left, ``residual``, is the work of the gyroscopic
+terms, which the explicit ``vx`` and implicit ``(vy, r)`` updates do not cancel exactly: second
+order per step, so it falls about 4x per halving of ``hdt``. ``ground`` is the springs' energy at
+the step's end on the ground under the new pose minus on the ground the step stood on (exact),
+plus the ground's work through passive dampers. ``dissipated = tire + damper + drag``; each is
+the work of dissipative forces, ``>= 0`` up to ``O(hdt^2)``. ``limiter`` is what the speed
+clamp took (both low-speed blends are inside the secants, so inside R).
 """
 
 from __future__ import annotations
@@ -40,12 +38,13 @@ from typing import NamedTuple
 import torch
 
 from .._math import tanhc
-from .dyn4 import _sym3, corner_dot, forces_at, grade_force, wheel_points
+from .corners import Forces, corner_dot, corner_sum, forces_at, grade_force, wheel_points
 from .params import Dyn4Params
-from .planar import twist_dot, wheel_frames
+from .planar import Planar, twist_dot, wheel_frames
 from .tire import lateral_secant
 
-__all__ = ["Books", "dyn4_energy", "step_books", "sum_books", "PHStructure", "ph_structure", "ph_rhs", "ph_state"]
+__all__ = ["Books", "BOOK_LINES", "dyn4_energy", "step_books", "sum_books", "PHStructure", "ph_structure", "ph_rhs",
+           "ph_state"]
 
 
 @dataclass(frozen=True)
@@ -56,11 +55,11 @@ class Books:
     supplied: torch.Tensor  # drive and brake work at the contact patches, y^T u
     dissipated: torch.Tensor  # tire + damper + drag, >= 0
     tire: torch.Tensor  # tire slip
-    damper: torch.Tensor  # skyhook dampers
+    damper: torch.Tensor  # the dampers, c_i (rate they act on)^2
     drag: torch.Tensor  # aerodynamic drag and rolling resistance
     lever: torch.Tensor  # lateral forces' moment on roll and pitch
     grade: torch.Tensor  # the grade force's work (0 unless grade_force)
-    ground: torch.Tensor  # the terrain lifting the springs, exact
+    ground: torch.Tensor  # the terrain lifting the springs (exact) and pushing through passive dampers
     limiter: torch.Tensor  # the speed clamp
     residual: torch.Tensor  # integration error, second order per step
 
@@ -74,6 +73,9 @@ class Books:
         """The energy that passed through the step, ``|supplied| + dissipated + |lever| + ...``."""
         return (self.supplied.abs() + self.dissipated.abs() + self.lever.abs() + self.grade.abs()
                 + self.ground.abs() + self.limiter.abs())
+
+
+BOOK_LINES = tuple(f.name for f in fields(Books))
 
 
 def sum_books(books) -> Books:
@@ -107,31 +109,34 @@ def _u(t):
     return t.unsqueeze(-1) if t.ndim else t
 
 
-def step_books(x, x1, f, pl, f_ext, p: Dyn4Params, g, hdt: float) -> Books:
+def step_books(x, x1, f: Forces, pl: Planar, f_ext, p: Dyn4Params, g, hdt: float) -> Books:
     """The books of the substep ``x -> x1``, from the forces the step applied (dyn4.py)."""
     vx0, vy0, r0, zd0, pd0, td0 = _twist(x)
     vx1, vy1, r1, zd1, pd1, td1 = _twist(x1)
     vx, vy, r = (vx0 + vx1) / 2, (vy0 + vy1) / 2, (r0 + r1) / 2
     pd, td = (pd0 + pd1) / 2, (td0 + td1) / 2
-    cosd, sind, gv, nv = pl["frames"]
+    cosd, sind, gv, nv = pl.cosd, pl.sind, pl.gv, pl.nv
     h = _u(p.h)
-    Fx, Fy, Fy0 = f["Fx"], pl["Fy"], pl["Fy0"]
-    ex = (vx.unsqueeze(-1), vy.unsqueeze(-1), r.unsqueeze(-1))
+    Fx, Fy, Fy0 = f.Fx, pl.Fy, pl.Fy0
     pd_, td_ = pd.unsqueeze(-1), td.unsqueeze(-1)
     y = twist_dot(gv, vx, vy, r) + h * (sind * pd_ - cosd * td_)
     supplied = hdt * (Fx * y).sum(-1)
-    tire = -hdt * (Fy0 * nv[0] * ex[0] + Fy * (nv[1] * ex[1] + nv[2] * ex[2])).sum(-1)
+    tire = -hdt * (Fy0 * nv[0] * vx.unsqueeze(-1) + Fy * (nv[1] * vy.unsqueeze(-1) + nv[2] * r.unsqueeze(-1))).sum(-1)
     lever = hdt * (Fy * h * (cosd * pd_ + sind * td_)).sum(-1)
-    drag = hdt * pl["drag"] * vx
+    drag = hdt * pl.drag * vx
     qd1 = x1[..., 9:12]
     qdm = (x[..., 9:12] + qd1) / 2
-    damper = hdt * (p.damp * corner_dot(qd1, p) * corner_dot(qdm, p)).sum(-1)
+    # the implicit damper force c_i (a_i . qd+ - hdot_i) at the midpoint rate: what the dampers
+    # dissipate, c rel+ relm, and what the ground does through them, -c rel+ hdot (0 for skyhook)
+    rel1 = corner_dot(qd1, p) - f.hdot
+    damper = hdt * (p.damp * rel1 * (corner_dot(qdm, p) - f.hdot)).sum(-1)
+    through_dampers = -hdt * (p.damp * rel1 * f.hdot).sum(-1)
     grade = torch.zeros_like(supplied) if f_ext is None else hdt * (f_ext[0] * vx + f_ext[1] * vy + f_ext[2] * r)
-    limiter = p.m * (vx1 - pl["vx_free"]) * vx
-    H0 = _energy_on(x, p, f["hg"])
-    H1_old = _energy_on(x1, p, f["hg"])
+    limiter = p.m * (vx1 - pl.vx_free) * vx
+    H0 = _energy_on(x, p, f.hg)
+    H1_old = _energy_on(x1, p, f.hg)
     H1 = dyn4_energy(x1, p, g)
-    ground = H1 - H1_old
+    ground = H1 - H1_old + through_dampers
     dH = H1 - H0
     dissipated = tire + damper + drag
     residual = dH - (supplied - dissipated + lever + grade + ground + limiter)
@@ -149,7 +154,8 @@ class PHStructure(NamedTuple):
     G: torch.Tensor  # (..., 9, 4)
     u: torch.Tensor  # (..., 4) wheel longitudinal forces [N]
     f_lever: torch.Tensor
-    f_grade: torch.Tensor
+    f_grade: torch.Tensor  # the springs' reaction on the slopes, -dH/dpose (0 unless grade_force)
+    f_ground: torch.Tensor  # the moving ground's push through passive dampers (0 for skyhook)
     S: torch.Tensor  # (..., 4) tire secants
 
 
@@ -168,9 +174,9 @@ def ph_structure(x: torch.Tensor, p: Dyn4Params, g) -> PHStructure:
     """
     f = forces_at(x, x[..., 12], x[..., 13], p, g)
     vx, vy, r, zd, phid, thetad = _twist(x)
-    cosd, sind, gv, nv = wheel_frames(f["delta_w"], p)
+    cosd, sind, gv, nv = wheel_frames(f.delta_w, p)
     w = twist_dot(nv, vx, vy, r)
-    S = lateral_secant(w, twist_dot(gv, vx, vy, r), f["D"], p.B, p.C, p.E, _u(p.v_lat))
+    S = lateral_secant(w, twist_dot(gv, vx, vy, r), f.D, p.B, p.C, p.E, _u(p.v_lat))
     Fy = -S * w
     batch = S.shape[:-1]
     dt = x.dtype
@@ -189,7 +195,7 @@ def ph_structure(x: torch.Tensor, p: Dyn4Params, g) -> PHStructure:
     nmat = torch.stack(nv, -1)  # (..., 4, 3)
     Rp = torch.einsum("...n,...ni,...nj->...ij", S, nmat, nmat)
     Rp = Rp + c_x[..., None, None] * torch.tensor([[1.0, 0, 0], [0, 0, 0], [0, 0, 0]], dtype=dt, device=x.device)
-    Dv = _sym3(p.damp, p)
+    Dv = corner_sum(p.damp, p)
     Rv = torch.stack((torch.stack((Dv[0], Dv[1], Dv[2]), -1), torch.stack((Dv[1], Dv[3], Dv[4]), -1),
                       torch.stack((Dv[2], Dv[4], Dv[5]), -1)), -2).expand(*batch, 3, 3)
     R = torch.cat((z9[..., :3, :], torch.cat((z9[..., :3, :3], Rp, z9[..., :3, :3]), -1),
@@ -201,18 +207,25 @@ def ph_structure(x: torch.Tensor, p: Dyn4Params, g) -> PHStructure:
                      h * sind + zero4, -h * cosd + zero4), -2)
     f_lever = torch.cat((torch.zeros(*batch, 6, dtype=dt, device=x.device),
                          torch.stack((zero, (h * Fy * cosd).sum(-1), (h * Fy * sind).sum(-1)), -1)), -1)
-    f_grade = torch.zeros(*batch, 9, dtype=dt, device=x.device)
-    if p.grade_force:
-        fg = grade_force(x, p, g, f["spring"])
-        f_grade = torch.cat((f_grade[..., :3], torch.stack(fg, -1), f_grade[..., 6:]), -1)
-    spring = f["spring"]
+    zero3 = torch.zeros(*batch, 3, dtype=dt, device=x.device)
+    planar_zero = (zero, zero, zero)
+    fg = grade_force(p, f.spring, f.ground) if p.grade_force else planar_zero
+    f_grade = torch.cat((zero3, torch.stack(torch.broadcast_tensors(*fg), -1), zero3), -1)
+    # the ground's push through passive dampers: c_i hdot_i a_i on the vertical momenta and, with
+    # the grade force, the dampers' share of the slopes' reaction on the planar ones
+    cd = p.damp * f.hdot
+    fgd = grade_force(p, -p.damp * f.damper_rate, f.ground) if p.grade_force else planar_zero
+    f_ground = torch.cat((zero3, torch.stack(torch.broadcast_tensors(*fgd), -1),
+                          torch.stack((cd.sum(-1), (cd * p.y_w).sum(-1), -(cd * p.x_w).sum(-1)), -1)), -1)
+    spring = f.spring
     dVdq = torch.stack((-spring.sum(-1) + p.m * p.g, -(spring * p.y_w).sum(-1), (spring * p.x_w).sum(-1)), -1)
     dH = torch.cat((dVdq, torch.stack((vx, vy, r, zd, phid, thetad), -1)), -1)
-    return PHStructure(x=ph_state(x, p), dH=dH, J=J, R=R, G=G, u=f["Fx"], f_lever=f_lever, f_grade=f_grade, S=S)
+    return PHStructure(x=ph_state(x, p), dH=dH, J=J, R=R, G=G, u=f.Fx, f_lever=f_lever, f_grade=f_grade,
+                       f_ground=f_ground, S=S)
 
 
 def ph_rhs(x: torch.Tensor, p: Dyn4Params, g) -> torch.Tensor:
-    """The port-Hamiltonian right-hand side ``(J - R) dH/dx + G u + f_lever + f_grade`` (..., 9)."""
+    """The port-Hamiltonian right-hand side ``(J - R) dH/dx + G u + f_lever + f_grade + f_ground`` (..., 9)."""
     s = ph_structure(x, p, g)
     return (torch.einsum("...ij,...j->...i", s.J - s.R, s.dH) + torch.einsum("...ij,...j->...i", s.G, s.u)
-            + s.f_lever + s.f_grade)
+            + s.f_lever + s.f_grade + s.f_ground)

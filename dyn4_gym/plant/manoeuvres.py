@@ -12,7 +12,8 @@ import numpy as np
 import torch
 
 from ..ground import Flat, Ground
-from .dyn4 import dyn4_rest, dyn4_step, forces_at, slip_angles
+from .corners import forces_at
+from .dyn4 import dyn4_rest, dyn4_step, slip_angles
 from .energy import sum_books
 from .spec import HUMVEE
 from .state import DYN4
@@ -22,7 +23,7 @@ __all__ = ["wheel_loads", "stop", "skidpad", "circle", "mu_split_stop", "bump", 
 
 def wheel_loads(x: torch.Tensor, p, g: Ground | None = None) -> torch.Tensor:
     """The four corner loads ``(..., 4)`` [N] (FL, FR, RL, RR) at state ``x``."""
-    return forces_at(x, x[..., 12], x[..., 13], p, Flat() if g is None else g)["Fz"]
+    return forces_at(x, x[..., 12], x[..., 13], p, Flat() if g is None else g).Fz
 
 
 def _start(p, g, v0: float, n: int = 1, X: float = 0.0, Y: float = 0.0) -> torch.Tensor:
@@ -131,8 +132,11 @@ def bump(p, height: float = 0.1, v: float = 5.0, hdt: float = 0.01, t: float = 3
 
 @torch.no_grad()
 def weave(p, g: Ground | None = None, hdt: float = 0.01, t: float = 8.0, v: float = 12.0, amp: float = 0.5,
-          freq: float = 0.2, peak_slip: float = HUMVEE.tire_peak_slip) -> dict:
-    """A ``freq`` Hz steering weave of amplitude ``amp`` rad at ``v`` m/s (speed loop), with books.
+          freq: float = 0.2, peak_slip: float = HUMVEE.tire_peak_slip, drive: float | None = None) -> dict:
+    """A ``freq`` Hz steering weave of amplitude ``amp`` rad from ``v`` m/s, with books.
+
+    The drive command holds the speed (a proportional loop, 1/s) or, with ``drive`` [m/s^2],
+    is that constant.
 
     Returns the per-step books (a list), their sum, the share of steps with a tire past its
     peak slip angle (``peak_slip``), and the trace.
@@ -143,7 +147,8 @@ def weave(p, g: Ground | None = None, hdt: float = 0.01, t: float = 8.0, v: floa
     n = int(round(t / hdt))
     for k in range(n):
         d = amp * math.sin(2 * math.pi * freq * k * hdt)
-        u = torch.stack((torch.full_like(x[:, 0], d), v - x[:, DYN4.VX]), -1)
+        a_cmd = v - x[:, DYN4.VX] if drive is None else torch.full_like(x[:, 0], drive)
+        u = torch.stack((torch.full_like(x[:, 0], d), a_cmd), -1)
         x, b = dyn4_step(x, u, p, g, hdt, books=True)
         books.append(b)
         trace.append(x)

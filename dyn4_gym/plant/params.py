@@ -5,11 +5,11 @@ scalar field may be ``()`` or ``(B,)``, a per-wheel field ``(n,)`` or ``(B, n)``
 axles for the single track and ``n = 4`` corners (FL, FR, RL, RR) for the four-wheel plant. So a
 batch can carry per-environment mass or friction, and gradients flow into every field.
 
-Derivations (PLANT.md, "Parameters from a spec sheet"):
+Derivations (docs/plant.md, "Parameters"):
 
 - static loads ``Fz0_front = m g lr / (2 L)``, ``Fz0_rear = m g lf / (2 L)`` per corner (twice
   that per axle for the single track);
-- corner springs ``k_i = m_i (2 pi f_axle)^2`` with ``m_i = Fz0_i / g``, skyhook dampers
+- corner springs ``k_i = m_i (2 pi f_axle)^2`` with ``m_i = Fz0_i / g``, dampers
   ``c_i = 2 zeta sqrt(k_i m_i)``. With the same frequency on both axles, heave and pitch decouple
   exactly (``sum m_i x_i = 0``); heave rings at ``f``, pitch at ``f sqrt(m lf lr / Iy)``;
 - the tire's Pacejka ``B, C, E`` from ``mu``, ``K_a`` and ``alpha_peak`` (:func:`fit_pacejka`);
@@ -122,8 +122,16 @@ class Dyn4Params(BikeParams):
     Ix: torch.Tensor = _f(2, "[kg m^2] roll inertia")
     Iy: torch.Tensor = _f(2, "[kg m^2] pitch inertia")
     k: torch.Tensor = _f(0, "[N/m] (4,) corner spring rates (kg/s^2)")
-    damp: torch.Tensor = _f(0, "[N s/m] (4,) corner skyhook damper rates (kg/s)")
-    grade_force: bool = field(default=False, metadata={"doc": "apply the slope reaction (issue 3)"})
+    damp: torch.Tensor = _f(0, "[N s/m] (4,) corner damper rates (kg/s)")
+    grade_force: bool = field(default=False, metadata={"doc": "apply the slopes' horizontal reaction (docs/plant.md)"})
+    damper: str = field(default="passive", metadata={
+        "doc": "'passive': dampers on each corner's rate relative to the ground under it; 'skyhook': on the body's"})
+
+    def __post_init__(self):
+        if self.damper not in ("passive", "skyhook"):
+            raise ValueError(f"Dyn4Params.damper must be 'passive' or 'skyhook', got {self.damper!r}")
+        if not isinstance(self.grade_force, bool):
+            raise ValueError(f"Dyn4Params.grade_force must be a bool, got {self.grade_force!r}")
 
     n_wheels = 4
 
@@ -221,8 +229,11 @@ def _split_overrides(spec: VehicleSpec, cls, overrides: dict) -> tuple[VehicleSp
     return (spec.replace(**spec_changes) if spec_changes else spec), param_changes
 
 
+_FLAGS = ("grade_force", "damper")  # parameters that are not tensors
+
+
 def _build(cls, values: dict, dtype, device, param_changes: dict):
-    made = {k: _t(v, dtype, device) if k != "grade_force" else v for k, v in values.items()}
+    made = {k: v if k in _FLAGS else _t(v, dtype, device) for k, v in values.items()}
     p = cls(**made)
     return p.replace(**param_changes) if param_changes else p
 
@@ -242,7 +253,8 @@ def dyn4_params(spec: VehicleSpec, dtype: torch.dtype = torch.float32, device=No
     """Four-wheel parameters from a spec sheet (the seeds' ``dyn4_si_of``).
 
     Keyword overrides may name a :class:`VehicleSpec` field (``track_front=0.0``,
-    ``ride_freq_front=20.0``...) or a :class:`Dyn4Params` field (``grade_force=True``...).
+    ``ride_freq_front=20.0``...) or a :class:`Dyn4Params` field (``grade_force=True``,
+    ``damper="skyhook"``...).
     """
     spec, changes = _split_overrides(spec, Dyn4Params, overrides)
     values, front = _common(spec, 4)
@@ -257,7 +269,7 @@ def dyn4_params(spec: VehicleSpec, dtype: torch.dtype = torch.float32, device=No
         ki = mi * (2 * math.pi * f) ** 2
         k.append(ki)
         damp.append(2 * zeta * math.sqrt(ki * mi))
-    values.update(Ix=ix, Iy=iy, k=k, damp=damp, grade_force=False)
+    values.update(Ix=ix, Iy=iy, k=k, damp=damp, grade_force=False, damper="passive")
     return _build(Dyn4Params, values, dtype, device, changes)
 
 

@@ -1,6 +1,6 @@
 """What both plants share: actuator lags and the in-plane (vx, vy, r) step over n tires.
 
-In-plane step (PLANT.md, "The step", items 4-5), for tires at body points ``(x_i, y_i)`` steered
+In-plane step (docs/plant.md, "The step", stages 4-5), for tires at body points ``(x_i, y_i)`` steered
 at ``delta_i``, with heading ``g_i`` and lateral normal ``n_i`` in twist space
 ``xi = (vx, vy, r)``:
 
@@ -29,14 +29,43 @@ from __future__ import annotations
 
 import torch
 
+from typing import NamedTuple
+
 from .tire import lateral_secant
 
-__all__ = ["N_SECANT", "lag", "clamp_inputs", "planar_step", "twist_dot", "wheel_frames"]
+__all__ = ["N_SECANT", "Planar", "check_step_args", "lag", "clamp_inputs", "planar_step", "twist_dot", "wheel_frames"]
 
 # Secant updates after the first solve. The fixed-point iteration contracts by about 0.35 per
 # update; measured over 2000 random states (a third past the peak), 3 updates leave vy within
 # 5e-4 m/s (worst) and 7e-5 m/s (99th percentile) of the converged backward-Euler step.
 N_SECANT = 3
+
+
+def check_step_args(x: torch.Tensor, u: torch.Tensor, n_state: int, hdt: float) -> None:
+    """Shape and value checks shared by the plants (cheap: no tensor data is read)."""
+    if not isinstance(x, torch.Tensor) or x.shape[-1:] != (n_state,):
+        raise ValueError(f"state must be a tensor of shape (..., {n_state}), got {getattr(x, 'shape', type(x))}")
+    if not isinstance(u, torch.Tensor) or u.shape[-1:] != (2,):
+        raise ValueError(f"input must be a tensor of shape (..., 2) = (delta_cmd, a_cmd), got {getattr(u, 'shape', type(u))}")
+    if isinstance(hdt, bool) or not (isinstance(hdt, (int, float)) and 0 < hdt <= 0.1):
+        raise ValueError(f"hdt must be a substep in (0, 0.1] s, got {hdt!r}")
+
+
+class Planar(NamedTuple):
+    """The in-plane step's result: the new twist and what the books and the vertical step need."""
+
+    vx: torch.Tensor  # (...) [m/s] new twist
+    vy: torch.Tensor
+    r: torch.Tensor
+    Fy: torch.Tensor  # (..., n) [N] final lateral forces (used by vy, r and the vertical step)
+    S: torch.Tensor  # (..., n) [N s/m] final secants
+    Fy0: torch.Tensor  # (..., n) [N] start-of-step lateral forces (used by vx)
+    drag: torch.Tensor  # (...) [N] drag and rolling resistance
+    vx_free: torch.Tensor  # (...) [m/s] vx before the speed clamp
+    cosd: torch.Tensor  # (..., n) wheel frames
+    sind: torch.Tensor
+    gv: tuple  # heading g_i in twist space, three (..., n)
+    nv: tuple  # lateral normal n_i in twist space
 
 
 def clamp_inputs(u: torch.Tensor, p) -> tuple[torch.Tensor, torch.Tensor]:
@@ -70,9 +99,7 @@ def twist_dot(v, vx, vy, r):
 def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=None):
     """One in-plane substep. Shapes: twist ``(...)``, per-wheel ``(..., n)``.
 
-    Returns ``(vx+, vy+, r+, out)`` with ``out`` a dict of what the books and the vertical step
-    need: ``Fy`` (final lateral forces), ``S`` (final secants), ``Fy0`` (start-of-step lateral
-    forces), ``drag`` [N], ``vx_free`` (vx before the clamp), ``frames``. ``braking`` (...) bool
+    Returns a :class:`Planar`. ``braking`` (...) bool
     enables the speed clamp; ``f_ext`` an optional constant generalised force ``(fx, fy, mz)``
     on the twist over the step (the grade force).
     """
@@ -115,5 +142,4 @@ def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=No
         vy1 = (a11 * b0 - a01 * b1) / det
         r1 = (a00 * b1 - a10 * b0) / det
     Fy = -S * twist_dot(nv, vx1, vy1, r1)
-    out = dict(Fy=Fy, S=S, Fy0=Fy0, drag=drag, vx_free=vx_free, frames=(cosd, sind, gv, nv))
-    return vx1, vy1, r1, out
+    return Planar(vx1, vy1, r1, Fy, S, Fy0, drag, vx_free, cosd, sind, gv, nv)

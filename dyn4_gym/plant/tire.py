@@ -1,6 +1,6 @@
 """Tires: Pacejka's lateral force as an exact secant, longitudinal forces, load sensitivity.
 
-Lateral force (PLANT.md, "Tires and loads"). Wheel ``i`` has lateral velocity ``w_i = n_i . xi``
+Lateral force (docs/plant.md, "The step", stage 5). Wheel ``i`` has lateral velocity ``w_i = n_i . xi``
 and rolling velocity ``u_i = g_i . xi`` for the body twist ``xi = (vx, vy, r)``. Its slip angle is
 
     alpha_i = atan(w_i / ubar_i),   ubar_i = sqrt(u_i^2 + v_lat^2)
@@ -23,7 +23,8 @@ data).
 
 Longitudinal force: the lagged command ``a`` asks for ``m a``. Drive (``a > 0``) is split over the
 driven wheels by ``drive_share`` and capped by power, ``F / (1 + (F vx / P)^4)^(1/4)``, which is
-``F`` at low speed and ``P / vx`` at high speed. Brakes (``a < 0``) are split by load and act
+``F`` at low speed and ``P / vx`` at high speed. Brakes (``a < 0``) are split by load (the two splits blend over
+``|a| < 0.05 m/s^2``, so the force is differentiable at ``a = 0``) and act
 against the direction of travel, ``sign(vx)``, at full strength down to rest: the in-plane step's
 speed clamp stops the car and holds it while the brakes are on (planar.py).
 Each wheel's force is then capped by ``mu_i Fz_i`` with :func:`dyn4_gym._math.softcap`.
@@ -35,7 +36,9 @@ import torch
 
 from .._math import atanc, ellipse_factor, sinc_unnormalised, softcap, softplus_floor
 
-__all__ = ["pacejka", "lateral_secant", "load_sensitive_mu", "longitudinal_forces"]
+__all__ = ["A_BLEND", "pacejka", "lateral_secant", "load_sensitive_mu", "longitudinal_forces"]
+
+A_BLEND = 0.05  # [m/s^2] the drive and brake shares blend over |a| < A_BLEND
 
 
 def pacejka(alpha: torch.Tensor, B, C, E) -> torch.Tensor:
@@ -73,17 +76,25 @@ def longitudinal_forces(a, vx, Fz, mu, p):
     ``a`` (...) lagged acceleration command [m/s^2]; ``vx`` (...) forward speed [m/s];
     ``Fz`` (..., n) loads; ``mu`` (..., n) load-sensitive friction. Returns ``(Fx, limit)`` with
     ``limit = mu Fz`` the friction bound each force was capped at.
+
+    The total request is one ``where`` on the sign of ``a`` (drive: ``m a`` under the power cap;
+    brakes: ``m a sign(vx)``), so its gradient at ``a = 0`` is the one-sided derivative (equal on
+    both sides while ``vx > 0``), never the sum of both sides. It is shared over the wheels by
+    ``drive_share`` when driving and by load when braking, blended over ``|a| < A_BLEND`` with a
+    C1 smoothstep: the request is 0 at ``a = 0``, so each wheel's force is then differentiable
+    at ``a = 0`` although the two shares differ. Outside the blend the shares are exact.
     """
     m = p.m
-    a_pos = a.clamp_min(0.0)
-    a_neg = a.clamp_max(0.0)
-    f_drive = m * a_pos
-    f_drive = f_drive / (1.0 + (f_drive * vx / p.power) ** 4) ** 0.25
-    f_brake = m * a_neg * torch.sign(vx)
+    drive = a >= 0
+    f_drive = m * a / (1.0 + (m * a * vx / p.power) ** 4) ** 0.25
+    f_brake = m * a * torch.sign(vx)
+    total = torch.where(drive, f_drive, f_brake)
     share_load = Fz / Fz.sum(-1, keepdim=True)
-    request = f_drive.unsqueeze(-1) * p.drive_share + f_brake.unsqueeze(-1) * share_load
+    s = ((a + A_BLEND) / (2 * A_BLEND)).clamp(0.0, 1.0)
+    s = (s * s * (3.0 - 2.0 * s)).unsqueeze(-1)  # 1: drive share, 0: load share
+    share = share_load + s * (p.drive_share - share_load)
     limit = mu * Fz
-    return softcap(request, limit), limit
+    return softcap(total.unsqueeze(-1) * share, limit), limit
 
 
 def lateral_peak(Fx, limit) -> torch.Tensor:
