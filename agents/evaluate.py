@@ -17,45 +17,50 @@ import matplotlib.pyplot as plt
 from dyn4_gym.agents import SHAC, PurePursuit
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
 
-ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-ap.add_argument("--policy", default="classical",
-                help="'classical', a differentiable-trainer model (.pt) or an SB3 model (.zip from train_sb3.py)")
-ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
-ap.add_argument("--seeds", type=int, default=len(EVAL_SEEDS), help="how many held-out seeds")
-ap.add_argument("--out", default="runs/eval")
-args = ap.parse_args()
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--policy", default="classical",
+                    help="'classical', a differentiable-trainer model (.pt) or an SB3 model (.zip from train_sb3.py)")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
+    ap.add_argument("--seeds", type=int, default=len(EVAL_SEEDS), help="how many held-out seeds")
+    ap.add_argument("--out", default="runs/eval")
+    args = ap.parse_args(argv)
 
-env_kwargs = json.loads(args.env_kwargs)
-if args.policy == "classical":
-    policy, name = PurePursuit(), "classical (pure pursuit)"
-elif args.policy.endswith(".zip"):
-    from dyn4_gym.agents.sb3_glue import sb3_policy
+    env_kwargs = json.loads(args.env_kwargs)
+    if args.policy == "classical":
+        policy, name = PurePursuit(), "classical (pure pursuit)"
+    elif args.policy.endswith(".zip"):
+        from dyn4_gym.agents.sb3_glue import sb3_policy
 
-    policy, saved_kwargs = sb3_policy(args.policy)
-    env_kwargs = {**saved_kwargs, **env_kwargs}
-    name = os.path.basename(os.path.dirname(os.path.abspath(args.policy))) + "/" + os.path.basename(args.policy)
-else:
-    agent = SHAC.load(args.policy)
-    env_kwargs = {**agent.env_kwargs, **env_kwargs}
-    policy, name = agent.policy, os.path.basename(args.policy)
+        policy, saved_kwargs = sb3_policy(args.policy)
+        env_kwargs = {**saved_kwargs, **env_kwargs}
+        name = os.path.basename(os.path.dirname(os.path.abspath(args.policy))) + "/" + os.path.basename(args.policy)
+    else:
+        agent = SHAC.load(args.policy)
+        env_kwargs = {**agent.env_kwargs, **env_kwargs}
+        policy, name = agent.policy, os.path.basename(args.policy)
 
-res = evaluate(policy, env_kwargs, seeds=EVAL_SEEDS[: args.seeds])
-print(f"{name} on {args.seeds} held-out seeds")
-for k, v in res.row().items():
-    print(f"  {k:16s} {v:10.3f}")
+    res = evaluate(policy, env_kwargs, seeds=EVAL_SEEDS[: args.seeds])
+    print(f"{name} on {args.seeds} held-out seeds")
+    for k, v in res.row().items():
+        print(f"  {k:16s} {v:10.3f}")
 
-os.makedirs(args.out, exist_ok=True)
-fig, ax = plt.subplots(1, 2, figsize=(12, 4.5))
-for i in range(res.traces.shape[1]):
-    ax[0].plot(res.courses[i, :, 0], res.courses[i, :, 1], color="0.8", lw=0.8)
-    ax[0].plot(res.traces[:, i, 0], res.traces[:, i, 1], lw=1.0)
-    ax[1].plot(res.energy[:, i], lw=1.0)
-ax[0].set(title=f"{name}: trajectories", xlabel="X [m]", ylabel="Y [m]")
-ax[0].axis("equal")
-ax[1].set(title="cumulative positive drive work", xlabel="step", ylabel="kJ")
-fig.tight_layout()
-path = os.path.join(args.out, "evaluation.png")
-fig.savefig(path, dpi=110)
-with open(os.path.join(args.out, "evaluation.json"), "w") as fh:
-    json.dump(dict(policy=name, **res.row()), fh, indent=1)
-print(f"wrote {path}")
+    os.makedirs(args.out, exist_ok=True)
+    fig, ax = plt.subplots(1, 2, figsize=(12, 4.5))
+    for i in range(res.traces.shape[1]):
+        ax[0].plot(res.courses[i, :, 0], res.courses[i, :, 1], color="0.8", lw=0.8)
+        ax[0].plot(res.traces[:, i, 0], res.traces[:, i, 1], lw=1.0)
+        ax[1].plot(res.energy[:, i], lw=1.0)
+    ax[0].set(title=f"{name}: trajectories", xlabel="X [m]", ylabel="Y [m]")
+    ax[0].axis("equal")
+    ax[1].set(title="cumulative positive drive work", xlabel="step", ylabel="kJ")
+    fig.tight_layout()
+    path = os.path.join(args.out, "evaluation.png")
+    fig.savefig(path, dpi=110)
+    with open(os.path.join(args.out, "evaluation.json"), "w") as fh:
+        json.dump(dict(policy=name, **res.row()), fh, indent=1)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

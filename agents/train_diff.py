@@ -3,6 +3,7 @@ final evaluation against the classical controller.
 
     python agents/train_diff.py --seconds 180 --out runs/diff
     python agents/train_diff.py --no-critic ...      # the truncated-BPTT ablation
+    python agents/train_diff.py --help               # every SHACConfig field is a flag
     python agents/train_diff.py --resume runs/diff/model.pt --seconds 60
 """
 
@@ -11,70 +12,73 @@ import json
 import os
 
 from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig
+from dyn4_gym.agents.cli import add_config_flags, config_from_flags
 from dyn4_gym.agents.evaluation import evaluate
 
-ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-ap.add_argument("--seconds", type=float, default=180.0, help="wall-clock training budget")
-ap.add_argument("--iterations", type=int, default=None, help="or a number of iterations")
-ap.add_argument("--num-envs", type=int, default=64)
-ap.add_argument("--horizon", type=int, default=32)
-ap.add_argument("--seed", type=int, default=0)
-ap.add_argument("--no-critic", action="store_true", help="truncated BPTT without a critic (ablation)")
-ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
-ap.add_argument("--resume", default=None, help="a saved model.pt to continue from")
-ap.add_argument("--eval-seeds", type=int, default=8)
-ap.add_argument("--out", default="runs/diff")
-args = ap.parse_args()
 
-os.makedirs(args.out, exist_ok=True)
-if args.resume:
-    agent = SHAC.load(args.resume)
-else:
-    cfg = SHACConfig(num_envs=args.num_envs, horizon=args.horizon, seed=args.seed, critic=not args.no_critic)
-    agent = SHAC(cfg, json.loads(args.env_kwargs))
-with open(os.path.join(args.out, "config.json"), "w") as fh:
-    fh.write(agent.config_json())
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=180.0, help="wall-clock training budget")
+    ap.add_argument("--iterations", type=int, default=None, help="or a number of iterations")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
+    ap.add_argument("--resume", default=None, help="a saved model.pt to continue from")
+    ap.add_argument("--eval-seeds", type=int, default=8)
+    ap.add_argument("--out", default="runs/diff")
+    add_config_flags(ap, SHACConfig)
+    args = ap.parse_args(argv)
 
-writer = None
-try:
-    from torch.utils.tensorboard import SummaryWriter
+    os.makedirs(args.out, exist_ok=True)
+    if args.resume:
+        agent = SHAC.load(args.resume)
+    else:
+        agent = SHAC(config_from_flags(SHACConfig, args), json.loads(args.env_kwargs))
+    with open(os.path.join(args.out, "config.json"), "w") as fh:
+        fh.write(agent.config_json())
 
-    writer = SummaryWriter(os.path.join(args.out, "tb"))
-except Exception:  # tensorboard is optional
-    pass
+    writer = None
+    try:
+        from torch.utils.tensorboard import SummaryWriter
 
-ckpt = os.path.join(args.out, "model.pt")
-history = []
-chunk = 10  # iterations between checkpoints
-remaining_s, remaining_it = args.seconds, args.iterations
-while True:
-    recs = agent.train(iterations=chunk if remaining_it is None else min(chunk, remaining_it),
-                       seconds=remaining_s, log=lambda line: print(line, flush=True))
-    history.extend(recs)
-    if writer is not None:
-        for rec in recs:
-            for k in ("actor_loss", "critic_loss", "grad_norm", "episode_return"):
-                writer.add_scalar(f"train/{k}", rec[k], rec["env_steps"])
-            for k, v in rec.items():
-                if k.startswith("episode/"):  # reward terms and energy lines per finished episode
-                    writer.add_scalar(k, v, rec["env_steps"])
-    agent.save(ckpt)
-    if remaining_s is not None:
-        remaining_s -= recs[-1]["time"]
-    if remaining_it is not None:
-        remaining_it -= len(recs)
-    if (remaining_s is not None and remaining_s <= 0) or (remaining_it is not None and remaining_it <= 0):
-        break
+        writer = SummaryWriter(os.path.join(args.out, "tb"))
+    except Exception:  # tensorboard is optional
+        pass
 
-with open(os.path.join(args.out, "history.json"), "w") as fh:
-    json.dump(history, fh)
-seeds = tuple(range(10_000, 10_000 + args.eval_seeds))
-mine = evaluate(agent.policy, agent.env_kwargs, seeds=seeds)
-ref = evaluate(PurePursuit(), agent.env_kwargs, seeds=seeds)
-print(f"\nheld-out evaluation on {args.eval_seeds} seeds after {agent.env_steps} env steps")
-print(f"{'':18s}{'trained':>12s}{'classical':>12s}")
-for k in mine.row():
-    print(f"{k:18s}{mine.row()[k]:12.3f}{ref.row()[k]:12.3f}")
-with open(os.path.join(args.out, "evaluation.json"), "w") as fh:
-    json.dump(dict(trained=mine.row(), classical=ref.row(), env_steps=agent.env_steps), fh, indent=1)
-print(f"saved {ckpt}")
+    ckpt = os.path.join(args.out, "model.pt")
+    history = []
+    chunk = 10  # iterations between checkpoints
+    remaining_s, remaining_it = args.seconds, args.iterations
+    while True:
+        recs = agent.train(iterations=chunk if remaining_it is None else min(chunk, remaining_it),
+                           seconds=remaining_s, log=lambda line: print(line, flush=True))
+        history.extend(recs)
+        if writer is not None:
+            for rec in recs:
+                for k in ("actor_loss", "critic_loss", "grad_norm", "episode_return"):
+                    writer.add_scalar(f"train/{k}", rec[k], rec["env_steps"])
+                for k, v in rec.items():
+                    if k.startswith("episode/"):  # reward terms and energy lines per finished episode
+                        writer.add_scalar(k, v, rec["env_steps"])
+        agent.save(ckpt)
+        if remaining_s is not None:
+            remaining_s -= recs[-1]["time"]
+        if remaining_it is not None:
+            remaining_it -= len(recs)
+        if (remaining_s is not None and remaining_s <= 0) or (remaining_it is not None and remaining_it <= 0):
+            break
+
+    with open(os.path.join(args.out, "history.json"), "w") as fh:
+        json.dump(history, fh)
+    seeds = tuple(range(10_000, 10_000 + args.eval_seeds))
+    mine = evaluate(agent.policy, agent.env_kwargs, seeds=seeds)
+    ref = evaluate(PurePursuit(), agent.env_kwargs, seeds=seeds)
+    print(f"\nheld-out evaluation on {args.eval_seeds} seeds after {agent.env_steps} env steps")
+    print(f"{'':18s}{'trained':>12s}{'classical':>12s}")
+    for k in mine.row():
+        print(f"{k:18s}{mine.row()[k]:12.3f}{ref.row()[k]:12.3f}")
+    with open(os.path.join(args.out, "evaluation.json"), "w") as fh:
+        json.dump(dict(trained=mine.row(), classical=ref.row(), env_steps=agent.env_steps), fh, indent=1)
+    print(f"saved {ckpt}")
+
+
+if __name__ == "__main__":
+    main()

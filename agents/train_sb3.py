@@ -20,50 +20,55 @@ from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 from dyn4_gym.agents.sb3_glue import EpisodeTermsCallback, load_zoo_config, split_hyperparams
 from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
 
-ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-ap.add_argument("--algo", choices=("ppo", "sac"), default="ppo")
-ap.add_argument("--config", default=None, help="RL Zoo YAML (default configs/<algo>.yml)")
-ap.add_argument("--timesteps", type=float, default=None, help="override n_timesteps")
-ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments (merged over the config's)")
-ap.add_argument("--seed", type=int, default=0)
-ap.add_argument("--eval-freq", type=int, default=10_000, help="env steps between evaluations")
-ap.add_argument("--eval-episodes", type=int, default=8)
-ap.add_argument("--out", default=None)
-args = ap.parse_args()
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--algo", choices=("ppo", "sac"), default="ppo")
+    ap.add_argument("--config", default=None, help="RL Zoo YAML (default configs/<algo>.yml)")
+    ap.add_argument("--timesteps", type=float, default=None, help="override n_timesteps")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments (merged over the config's)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval-freq", type=int, default=10_000, help="env steps between evaluations")
+    ap.add_argument("--eval-episodes", type=int, default=8)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
 
-config = args.config or os.path.join(os.path.dirname(__file__), "..", "configs", f"{args.algo}.yml")
-run, algo_kwargs = split_hyperparams(load_zoo_config(config))
-env_kwargs = {**run.get("env_kwargs", {}), **json.loads(args.env_kwargs)}
-n_envs = int(run.get("n_envs", 16))
-timesteps = int(args.timesteps or run.get("n_timesteps", 100_000))
-out = args.out or os.path.join("runs", args.algo)
-os.makedirs(out, exist_ok=True)
-shutil.copy(config, os.path.join(out, "config.yml"))
-with open(os.path.join(out, "run.json"), "w") as fh:
-    json.dump(dict(algo=args.algo, env_kwargs=env_kwargs, n_envs=n_envs, timesteps=timesteps, seed=args.seed), fh, indent=1)
+    config = args.config or os.path.join(os.path.dirname(__file__), "..", "configs", f"{args.algo}.yml")
+    run, algo_kwargs = split_hyperparams(load_zoo_config(config))
+    env_kwargs = {**run.get("env_kwargs", {}), **json.loads(args.env_kwargs)}
+    n_envs = int(run.get("n_envs", 16))
+    timesteps = int(args.timesteps or run.get("n_timesteps", 100_000))
+    out = args.out or os.path.join("runs", args.algo)
+    os.makedirs(out, exist_ok=True)
+    shutil.copy(config, os.path.join(out, "config.yml"))
+    with open(os.path.join(out, "run.json"), "w") as fh:
+        json.dump(dict(algo=args.algo, env_kwargs=env_kwargs, n_envs=n_envs, timesteps=timesteps, seed=args.seed), fh, indent=1)
 
-env = VecMonitor(Dyn4SB3VecEnv(num_envs=n_envs, **env_kwargs))
-eval_env = VecMonitor(Dyn4SB3VecEnv(num_envs=min(n_envs, args.eval_episodes), **env_kwargs))
-if run.get("normalize", False):
-    env = VecNormalize(env, norm_obs=True, norm_reward=False)
-    eval_env = VecNormalize(eval_env, norm_obs=True, norm_reward=False, training=False)
-env.seed(args.seed)
-eval_env.seed(10_000)
+    env = VecMonitor(Dyn4SB3VecEnv(num_envs=n_envs, **env_kwargs))
+    eval_env = VecMonitor(Dyn4SB3VecEnv(num_envs=min(n_envs, args.eval_episodes), **env_kwargs))
+    if run.get("normalize", False):
+        env = VecNormalize(env, norm_obs=True, norm_reward=False)
+        eval_env = VecNormalize(eval_env, norm_obs=True, norm_reward=False, training=False)
+    env.seed(args.seed)
+    eval_env.seed(10_000)
 
-tb = os.path.join(out, "tb") if importlib.util.find_spec("tensorboard") else None
-progress = bool(importlib.util.find_spec("tqdm") and importlib.util.find_spec("rich"))
-cls = {"ppo": PPO, "sac": SAC}[args.algo]
-model = cls(run.get("policy", "MlpPolicy"), env, seed=args.seed, tensorboard_log=tb, verbose=1, device="cpu",
-            **algo_kwargs)
-callbacks = CallbackList([
-    EvalCallback(eval_env, n_eval_episodes=args.eval_episodes, eval_freq=max(args.eval_freq // n_envs, 1),
-                 best_model_save_path=out, log_path=out, deterministic=True),
-    CheckpointCallback(save_freq=max(args.eval_freq // n_envs, 1), save_path=os.path.join(out, "checkpoints"),
-                       save_vecnormalize=True),
-    EpisodeTermsCallback(),
-])
-model.learn(total_timesteps=timesteps, callback=callbacks, progress_bar=progress)
-model.save(os.path.join(out, "model"))
-if isinstance(env, VecNormalize):
-    env.save(os.path.join(out, "vecnormalize.pkl"))
-print(f"saved {os.path.join(out, 'model.zip')}")
+    tb = os.path.join(out, "tb") if importlib.util.find_spec("tensorboard") else None
+    progress = bool(importlib.util.find_spec("tqdm") and importlib.util.find_spec("rich"))
+    cls = {"ppo": PPO, "sac": SAC}[args.algo]
+    model = cls(run.get("policy", "MlpPolicy"), env, seed=args.seed, tensorboard_log=tb, verbose=1, device="cpu",
+                **algo_kwargs)
+    callbacks = CallbackList([
+        EvalCallback(eval_env, n_eval_episodes=args.eval_episodes, eval_freq=max(args.eval_freq // n_envs, 1),
+                     best_model_save_path=out, log_path=out, deterministic=True),
+        CheckpointCallback(save_freq=max(args.eval_freq // n_envs, 1), save_path=os.path.join(out, "checkpoints"),
+                           save_vecnormalize=True),
+        EpisodeTermsCallback(),
+    ])
+    model.learn(total_timesteps=timesteps, callback=callbacks, progress_bar=progress)
+    model.save(os.path.join(out, "model"))
+    if isinstance(env, VecNormalize):
+        env.save(os.path.join(out, "vecnormalize.pkl"))
+    print(f"saved {os.path.join(out, 'model.zip')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -22,6 +22,9 @@ import torch
 
 from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
+from dyn4_gym.agents.sb3_glue import load_zoo_config, split_hyperparams
+
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
 TASK = dict(course={"length": 120.0}, episode_steps=300)
 
@@ -57,14 +60,14 @@ def run_sb3(algo, seed, budget, evals, env_kwargs, eval_seeds):
 
     from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
 
-    env = VecNormalize(Dyn4SB3VecEnv(num_envs=16, **env_kwargs), norm_obs=True, norm_reward=False)
+    # the settings are configs/<algo>.yml's (RL Zoo format), the same train_sb3.py uses
+    run, algo_kwargs = split_hyperparams(load_zoo_config(os.path.join(CONFIGS, f"{algo}.yml")))
+    env = Dyn4SB3VecEnv(num_envs=int(run.get("n_envs", 16)), **{**run.get("env_kwargs", {}), **env_kwargs})
+    if run.get("normalize", False):
+        env = VecNormalize(env, norm_obs=True, norm_reward=False)
     env.seed(seed)
-    if algo == "ppo":
-        model = PPO("MlpPolicy", env, n_steps=128, batch_size=512, n_epochs=10, learning_rate=3e-4, seed=seed,
-                    device="cpu", policy_kwargs=dict(log_std_init=-1.0))
-    else:
-        model = SAC("MlpPolicy", env, learning_starts=1000, batch_size=256, gradient_steps=2, train_freq=1, seed=seed,
-                    device="cpu", policy_kwargs=dict(net_arch=[128, 128]))
+    cls = {"ppo": PPO, "sac": SAC}[algo]
+    model = cls(run.get("policy", "MlpPolicy"), env, seed=seed, device="cpu", **algo_kwargs)
 
     def chunk(sec):
         t0 = time.perf_counter()
@@ -74,7 +77,8 @@ def run_sb3(algo, seed, budget, evals, env_kwargs, eval_seeds):
 
     def policy_fn():
         def policy(obs):
-            a, _ = model.predict(env.normalize_obs(obs.cpu().numpy()), deterministic=True)
+            o = obs.cpu().numpy()
+            a, _ = model.predict(env.normalize_obs(o) if isinstance(env, VecNormalize) else o, deterministic=True)
             return torch.as_tensor(a, dtype=obs.dtype)
         return policy
 

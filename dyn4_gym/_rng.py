@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["hash32", "uniform", "seed_key"]
+__all__ = ["hash32", "uniform"]
 
 _MASK = 0xFFFFFFFF
 
@@ -30,11 +30,6 @@ def hash32(x: torch.Tensor) -> torch.Tensor:
     x = x ^ (x >> 15)
     x = _mul32(x, 0x846CA68B)
     return x ^ (x >> 16)
-
-
-def seed_key(seed: torch.Tensor) -> torch.Tensor:
-    """A 32-bit stream key from any int64 seed (both halves mixed)."""
-    return hash32(hash32(seed & _MASK) ^ ((seed >> 32) & _MASK))
 
 
 def uniform(key: torch.Tensor, episode: torch.Tensor, n: int, dtype=torch.float64) -> torch.Tensor:

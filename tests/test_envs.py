@@ -10,7 +10,7 @@ import torch
 from gymnasium.vector import AutoresetMode
 
 import dyn4_gym  # noqa: F401  (registers the ids)
-from dyn4_gym.envs import ConfigError, Dyn4DiffEnv, Dyn4Env, Dyn4VectorEnv, EnvConfig, TaskCore, rollout
+from dyn4_gym.envs import ConfigError, Dyn4DiffEnv, Dyn4Env, Dyn4VectorEnv, EnvConfig, TaskCore, policy_rollout
 
 IDS = ["Dyn4Humvee-v0", "Dyn4HumveeFlat-v0"]
 
@@ -305,6 +305,6 @@ def test_differentiable_env_and_rollout_carry_gradients():
     assert not obs.requires_grad and not denv.state.x.requires_grad
     core = TaskCore(EnvConfig.from_dict(dict(dtype="float64")))
     state = core.new_state(torch.arange(2), torch.zeros(2, dtype=torch.long))
-    res = rollout(lambda o: torch.tanh(o @ w + 0.2), core, state, 8)
+    res = policy_rollout(lambda o: torch.tanh(o @ w + 0.2), core, state, 8)
     (g2,) = torch.autograd.grad(res["reward"].sum(), w)
     assert res["obs"].shape == (9, 2, 30) and torch.isfinite(g2).all()

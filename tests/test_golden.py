@@ -2,7 +2,7 @@
 
 Regenerate only on purpose: ``DYN4_GOLDEN_WRITE=1 python -m pytest tests/test_golden.py``.
 
-History: regenerated once (issue 8) for three intended changes: the vertical step's springs by
+History: regenerated once for three intended changes: the vertical step's springs by
 the implicit midpoint rule (every case's heave, roll and pitch change), the drive/brake shares
 blended over |a| < 0.05 m/s^2 (the cases whose lagged drive is inside it, and their VJPs at
 a = 0), and passive dampers (the bump cases). Cases with no vertical motion, |a| >= 0.05 and

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import torch
 
+from ..envs.config import CourseConfig
+from ..envs.core import OBS_INDEX, obs_scale
 from ..plant import HUMVEE, VehicleSpec
 
 __all__ = ["PurePursuitParams", "PurePursuit"]
-
-PREVIEW = (5.0, 10.0, 20.0, 30.0, 40.0)
 
 
 @dataclass(frozen=True)
@@ -35,22 +35,30 @@ class PurePursuitParams:
 
 
 class PurePursuit:
-    """``policy(obs) -> action``; built from the observation layout of ``Dyn4Humvee-v0``."""
+    """``policy(obs) -> action``; reads ``Dyn4Humvee-v0``'s observation by name (``OBS_TABLE``).
+
+    ``preview`` must be the env's ``course.preview`` distances (the default course's by default).
+    """
 
     def __init__(self, params: PurePursuitParams = PurePursuitParams(), spec: VehicleSpec = HUMVEE,
-                 preview=PREVIEW):
+                 preview=CourseConfig().preview):
         self.params = params
         self.L = spec.wheelbase
         self.delta_max = spec.max_steer
         self.a_drive = spec.max_drive_accel
         self.a_brake = spec.max_brake_accel
-        self.preview = preview
+        self.preview = tuple(preview)
+        self._i_vx, self._s_vx = OBS_INDEX["vx"], obs_scale("vx")
+        self._i_vt, self._s_vt = OBS_INDEX["target_speed"], obs_scale("target_speed")
+        self._i_pts = [OBS_INDEX[f"preview{k}_{c}"] for k in range(len(self.preview)) for c in ("x", "y")]
+        self._s_pts = torch.tensor([obs_scale(f"preview{k}_{c}") for k in range(len(self.preview)) for c in ("x", "y")])
 
     def __call__(self, obs: torch.Tensor) -> torch.Tensor:
         prm = self.params
-        vx = obs[:, 0] * 10.0
-        v_target = obs[:, 19] * 10.0
-        pts = obs[:, 20:30].reshape(-1, 5, 2) * 20.0  # body-frame preview points [m]
+        vx = obs[:, self._i_vx] * self._s_vx
+        v_target = obs[:, self._i_vt] * self._s_vt
+        n = len(self.preview)
+        pts = (obs[:, self._i_pts] * self._s_pts.to(obs)).reshape(-1, n, 2)  # body-frame preview points [m]
         d = torch.tensor(self.preview, dtype=obs.dtype, device=obs.device)
         la = (prm.lookahead_gain * vx).clamp(prm.lookahead_min, prm.lookahead_max)
         # interpolate the preview polyline at the lookahead distance

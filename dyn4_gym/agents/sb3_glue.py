@@ -8,9 +8,7 @@ import os
 import numpy as np
 import torch
 
-__all__ = ["load_zoo_config", "EpisodeTermsCallback", "sb3_policy", "ALGOS"]
-
-ALGOS = ("ppo", "sac")
+__all__ = ["load_zoo_config", "split_hyperparams", "EpisodeTermsCallback", "sb3_policy"]
 _ZOO_KEYS = {"n_envs", "n_timesteps", "policy", "normalize", "env_kwargs", "policy_kwargs"}
 
 

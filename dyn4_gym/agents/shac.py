@@ -136,34 +136,36 @@ class SHAC:
         torch.manual_seed(config.seed)
         self.env = Dyn4DiffEnv(num_envs=config.num_envs, **self.env_kwargs)
         obs_dim = self.env.obs_dim
-        self.norm = RunningNorm(obs_dim)
-        self.actor = Actor(obs_dim, config.hidden, config.init_log_std)
-        self.critic = Critic(obs_dim, config.hidden)
-        self.target = Critic(obs_dim, config.hidden)
+        self.device = dev = self.env.core.device  # networks and buffers live where the env does
+        self.norm = RunningNorm(obs_dim).to(dev)
+        self.actor = Actor(obs_dim, config.hidden, config.init_log_std).to(dev)
+        self.critic = Critic(obs_dim, config.hidden).to(dev)
+        self.target = Critic(obs_dim, config.hidden).to(dev)
         self.target.load_state_dict(self.critic.state_dict())
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.actor_lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=config.critic_lr)
-        self.gen = torch.Generator().manual_seed(config.seed)
+        self.gen = torch.Generator(device=dev).manual_seed(config.seed)
         self.obs = self.env.reset(seed=config.seed)
         self.norm.update(self.obs)
         self.env_steps = 0
         self.iterations = 0
         self.episode_returns: list[float] = []
         self.episode_lines: list[dict] = []  # per finished episode: reward terms and energy lines summed
-        self._ep_ret = torch.zeros(config.num_envs)
+        self._ep_ret = torch.zeros(config.num_envs, device=dev)
         self._ep_lines: dict = {}
 
     # ------------------------------------------------------------------ one window
     def _value(self, net, obs):
-        return net(self.norm(obs)) if self.config.critic else torch.zeros(obs.shape[0], dtype=obs.dtype)
+        return net(self.norm(obs)) if self.config.critic else torch.zeros(obs.shape[0], dtype=obs.dtype, device=obs.device)
 
     def iteration(self) -> dict:
         c = self.config
         n, h = c.num_envs, c.horizon
         obs = self.env.detach()  # cut the graph between windows
-        disc = torch.ones(n)
-        acc = torch.zeros(n)
-        loss = torch.zeros(())
+        dev = self.device
+        disc = torch.ones(n, device=dev)
+        acc = torch.zeros(n, device=dev)
+        loss = torch.zeros((), device=dev)
         buf_obs, buf_rew, buf_term, buf_trunc, buf_final = [], [], [], [], []
         for t in range(h):
             z = self.norm(obs)
@@ -239,7 +241,7 @@ class SHAC:
         m = z.shape[0]
         total = 0.0
         for _ in range(c.critic_iters):
-            perm = torch.randperm(m, generator=self.gen)
+            perm = torch.randperm(m, generator=self.gen, device=self.device)
             for chunk in perm.chunk(c.critic_minibatches):
                 loss = ((self.critic(z[chunk]) - targets[chunk]) ** 2).mean()
                 self.critic_opt.zero_grad()

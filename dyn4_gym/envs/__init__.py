@@ -3,20 +3,20 @@
 - :class:`Dyn4Env`: the single-car ``gymnasium.Env`` (numpy);
 - :class:`Dyn4VectorEnv`: the native batched ``gymnasium.vector.VectorEnv`` (``gym.make_vec``);
 - :class:`Dyn4SB3VecEnv` (``dyn4_gym.envs.sb3``, needs stable-baselines3): the SB3 ``VecEnv``;
-- :class:`Dyn4DiffEnv` and :func:`rollout`: the differentiable path.
+- :class:`Dyn4DiffEnv` and :func:`policy_rollout`: the differentiable path.
 
 All four are faces of one :class:`TaskCore` (core.py).
 """
 
 from .config import ConfigError, CourseConfig, EnvConfig, GroundConfig
 from .core import OBS_NAMES, TaskCore, TaskState
-from .diff import Dyn4DiffEnv, rollout
+from .diff import Dyn4DiffEnv, policy_rollout
 from .env import Dyn4Env
 from .rewards import DEFAULT_WEIGHTS, REWARD_TERMS, RewardTerm, StepContext, register_reward_term
 from .vector import Dyn4VectorEnv
 
 __all__ = [
     "ConfigError", "CourseConfig", "EnvConfig", "GroundConfig", "OBS_NAMES", "TaskCore", "TaskState", "Dyn4DiffEnv",
-    "rollout", "Dyn4Env", "Dyn4VectorEnv", "DEFAULT_WEIGHTS", "REWARD_TERMS", "RewardTerm", "StepContext",
+    "policy_rollout", "Dyn4Env", "Dyn4VectorEnv", "DEFAULT_WEIGHTS", "REWARD_TERMS", "RewardTerm", "StepContext",
     "register_reward_term",
 ]

@@ -11,11 +11,10 @@ import dataclasses
 import math
 from dataclasses import dataclass, field, fields
 
+from .._checks import ConfigError, check_int as _int, check_nonneg as _nonneg, check_positive as _positive, is_num as _is_num
+from ..ground.terrain import TERRAIN_KINDS, RoughConfig, terrain_config
+
 __all__ = ["CourseConfig", "GroundConfig", "EnvConfig", "ConfigError"]
-
-
-class ConfigError(ValueError):
-    """A bad configuration value; the message starts with the key's dotted path."""
 
 
 @dataclass(frozen=True)
@@ -47,37 +46,7 @@ class CourseConfig:
             raise ConfigError(f"{path}.preview must be 5 positive distances, got {self.preview!r}")
 
 
-@dataclass(frozen=True)
-class GroundConfig:
-    """The terrain drawn for each episode: hills, friction patches on the course, bumps."""
-
-    base_mu: float = 0.8  # friction outside the patches (Humvee tire, dry road)
-    hills_amplitude: float = 0.3  # [m] total amplitude of the rolling hills (0: level)
-    hills_wavelength_min: float = 30.0  # [m]
-    hills_wavelength_max: float = 90.0  # [m]
-    n_hills: int = 3
-    n_patches: int = 4  # friction discs centred near the course
-    patch_mu_min: float = 0.4
-    patch_mu_max: float = 1.0
-    patch_radius_min: float = 4.0  # [m]
-    patch_radius_max: float = 12.0  # [m]
-    n_bumps: int = 4  # bumps on the course, within 1 m of its centre line
-    bump_height_min: float = 0.04  # [m]
-    bump_height_max: float = 0.10  # [m]
-    bump_radius: float = 0.5  # [m]
-
-    def validate(self, path: str) -> None:
-        for name in ("base_mu", "hills_wavelength_min", "hills_wavelength_max", "patch_mu_min", "patch_mu_max",
-                     "patch_radius_min", "patch_radius_max", "bump_radius"):
-            _positive(f"{path}.{name}", getattr(self, name))
-        for name in ("hills_amplitude", "bump_height_min", "bump_height_max"):
-            _nonneg(f"{path}.{name}", getattr(self, name))
-        for name in ("n_hills", "n_patches", "n_bumps"):
-            _int(f"{path}.{name}", getattr(self, name), 0)
-        for lo, hi in (("hills_wavelength_min", "hills_wavelength_max"), ("patch_mu_min", "patch_mu_max"),
-                       ("patch_radius_min", "patch_radius_max"), ("bump_height_min", "bump_height_max")):
-            if getattr(self, hi) < getattr(self, lo):
-                raise ConfigError(f"{path}.{hi} must be >= {path}.{lo}")
+GroundConfig = RoughConfig  # the default terrain kind's config (dyn4_gym.ground.terrain)
 
 
 @dataclass(frozen=True)
@@ -86,7 +55,7 @@ class EnvConfig:
 
     vehicle: dict = field(default_factory=dict)  # dyn4_params overrides: spec fields or parameters
     course: CourseConfig = field(default_factory=CourseConfig)
-    ground: GroundConfig = field(default_factory=GroundConfig)
+    ground: object = field(default_factory=RoughConfig)  # a registered terrain kind's config; {"kind": name, ...}
     target_speed: float = 10.0  # [m/s]
     start_speed: float | None = None  # [m/s] at reset; None: the target speed
     control_dt: float = 0.05  # [s] one env step (20 Hz)
@@ -105,6 +74,9 @@ class EnvConfig:
 
     def validate(self, path: str = "config") -> None:
         self.course.validate(f"{path}.course")
+        kind = getattr(self.ground, "kind", None)
+        if kind not in TERRAIN_KINDS or not isinstance(self.ground, TERRAIN_KINDS[kind].config):
+            raise ConfigError(f"{path}.ground must be a registered terrain kind's config (known: {sorted(TERRAIN_KINDS)})")
         self.ground.validate(f"{path}.ground")
         _positive(f"{path}.target_speed", self.target_speed)
         if self.start_speed is not None:
@@ -160,12 +132,24 @@ def _merge(obj, values: dict, path: str):
         if key not in known:
             raise ConfigError(f"{path}.{key} is not a known key (known: {sorted(known)})")
         current = getattr(obj, key)
-        if dataclasses.is_dataclass(current):
+        if key == "ground" and isinstance(value, dict):
+            # a new kind starts from that kind's defaults; the same kind merges into the current
+            kind = value.get("kind", current.kind)
+            base = current if kind == current.kind else terrain_config(kind, f"{path}.{key}")
+            changes[key] = _merge(base, value, f"{path}.{key}")
+        elif key == "ground":
+            if value is not None and not any(isinstance(value, k.config) for k in TERRAIN_KINDS.values()):
+                raise ConfigError(f"{path}.{key} must be a mapping or a terrain config, got {type(value).__name__}")
+            changes[key] = current if value is None else value
+        elif key == "kind":
+            if value != current:
+                raise ConfigError(f"{path}.kind cannot change here, got {value!r}")
+        elif dataclasses.is_dataclass(current):
             changes[key] = current if value is None else (
                 value if isinstance(value, type(current)) else _merge(current, value, f"{path}.{key}"))
-        elif key == "preview":
+        elif key in ("preview", "origin"):
             if not isinstance(value, (list, tuple)):
-                raise ConfigError(f"{path}.{key} must be a list of distances, got {value!r}")
+                raise ConfigError(f"{path}.{key} must be a list of numbers, got {value!r}")
             changes[key] = tuple(value)
         elif key == "reward_terms":
             changes[key] = tuple(value)
@@ -192,22 +176,3 @@ def _merge(obj, values: dict, path: str):
         else:
             changes[key] = value
     return dataclasses.replace(obj, **changes)
-
-
-def _is_num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _positive(path, v):
-    if not (_is_num(v) and 0 < v < math.inf):
-        raise ConfigError(f"{path} must be a positive finite number, got {v!r}")
-
-
-def _nonneg(path, v):
-    if not (_is_num(v) and 0 <= v < math.inf):
-        raise ConfigError(f"{path} must be a finite number >= 0, got {v!r}")
-
-
-def _int(path, v, lo):
-    if not (isinstance(v, int) and not isinstance(v, bool) and v >= lo):
-        raise ConfigError(f"{path} must be an integer >= {lo}, got {v!r}")

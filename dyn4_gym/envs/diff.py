@@ -2,7 +2,7 @@
 
 :class:`Dyn4DiffEnv` keeps the autograd graph across steps until :meth:`Dyn4DiffEnv.detach`
 starts a new window (short-horizon trainers such as SHAC cut it between windows); finished rows
-are reset by a select in the same step, which also cuts their gradient. :func:`rollout` runs a
+are reset by a select in the same step, which also cuts their gradient. :func:`policy_rollout` runs a
 policy for a horizon from a given state and returns everything stacked, for backpropagation
 through time. Float32 or float64, CPU or CUDA (``dtype``, ``device`` keyword arguments).
 """
@@ -15,7 +15,7 @@ from .config import EnvConfig
 from .core import TaskCore, TaskState
 from .env import seed_to_key
 
-__all__ = ["Dyn4DiffEnv", "rollout"]
+__all__ = ["Dyn4DiffEnv", "policy_rollout"]
 
 
 class Dyn4DiffEnv:
@@ -59,7 +59,7 @@ class Dyn4DiffEnv:
         return self.core.observe(self.state)
 
 
-def rollout(policy, core: TaskCore, state: TaskState, horizon: int):
+def policy_rollout(policy, core: TaskCore, state: TaskState, horizon: int):
     """Run ``policy(obs) -> action`` for ``horizon`` steps from ``state``, keeping the graph.
 
     Rows that finish stop accumulating (a ``alive`` mask multiplies later rewards) and are not

@@ -8,7 +8,7 @@ import torch
 from gymnasium import spaces
 
 from .config import EnvConfig
-from .core import OBS_CLIP, OBS_NAMES, OBS_TABLE, TaskCore
+from .core import OBS_CLIP, OBS_NAMES, TaskCore
 
 __all__ = ["Dyn4Env", "check_actions", "seed_to_key", "to_numpy_info"]
 
@@ -54,7 +54,7 @@ def to_numpy_info(info: dict, row: int | None = None) -> dict:
 
 
 class Dyn4Env(gym.Env):
-    """Drive the Humvee along a course over rough, mixed-friction ground.
+    """Drive the Humvee along a course over rough, mixed-friction ground (the contract: docs/env.md).
 
     ## Description
     A four-wheel vehicle (the ``dyn4`` plant: roll, pitch, load transfer, Pacejka tires in a
@@ -106,8 +106,12 @@ class Dyn4Env(gym.Env):
     to compile, then about 30x faster for one car); plus ``render_mode``. ``reset(options=...)`` takes
     the same keys (``course``, ``ground``, ``reward_weights``...) for the next episodes.
 
+    ``ground={"kind": name, ...}`` picks a registered terrain kind (``"rough"`` by default,
+    ``"grid"`` from arrays, or one added with ``dyn4_gym.ground.register_terrain``).
+
     ## Version history
-    - v0: first release.
+    - v0: first release (unreleased changes since its first build: passive dampers and midpoint
+      vertical springs in the plant, docs/plant.md, move trajectories slightly).
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
@@ -125,8 +129,6 @@ class Dyn4Env(gym.Env):
         self._key = None
         self._episode = 0
         self._renderer = None
-
-    obs_table = OBS_TABLE
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)

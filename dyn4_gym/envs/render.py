@@ -1,7 +1,7 @@
 """Top-down rendering with matplotlib (the ``plot`` extra), imported only when asked for.
 
-The view follows the car: the course and its corridor, friction patches shaded by mu (darker
-is grippier), bumps, and the car with its four wheels coloured by load relative to static
+The view follows the car: the ground's friction shaded (darker is grippier) and its height in
+contours, for any terrain kind; the course and its corridor; and the car with its four wheels coloured by load relative to static
 (blue light, red heavy).
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._tree import take_rows
 from ..plant.corners import forces_at
 
 __all__ = ["TopDownRenderer"]
@@ -31,8 +32,23 @@ class TopDownRenderer:
         if human:
             plt.ion()
 
+    def _ground_image(self, ter, row: int, centre, n: int = 160):
+        """Friction (shaded) and height (contours) of any terrain kind, sampled over the view."""
+        side = self.span
+        lo = np.asarray(centre) - side / 2
+        gx, gy = np.meshgrid(np.linspace(lo[0], lo[0] + side, n), np.linspace(lo[1], lo[1] + side, n))
+        pts = torch.as_tensor(np.stack((gx, gy), -1).reshape(1, -1, 2), dtype=self.core.dtype, device=self.core.device)
+        with torch.no_grad():
+            mu, h = take_rows(ter, slice(row, row + 1))(pts)
+        mu = mu.reshape(n, n).double().cpu().numpy()
+        h = h.reshape(n, n).double().cpu().numpy()
+        ext = (lo[0], lo[0] + side, lo[1], lo[1] + side)
+        self.ax.imshow(mu, origin="lower", extent=ext, cmap="YlOrBr_r", vmin=0.2, vmax=1.2, alpha=0.45)
+        if float(h.max() - h.min()) > 1e-6:
+            self.ax.contour(gx, gy, h, levels=8, colors="0.55", linewidths=0.4)
+
     def draw(self, state, row: int = 0):
-        from matplotlib.patches import Circle, Polygon
+        from matplotlib.patches import Polygon
 
         core, ax = self.core, self.ax
         ax.clear()
@@ -45,15 +61,11 @@ class TopDownRenderer:
             load = (f.Fz[row] / core.p.Fz0).double().cpu().numpy()
         hw = core.cfg.course.half_width
         nrm = np.stack((-np.sin(th), np.cos(th)), -1)
-        for j in range(ter.patch_x.shape[1]):
-            mu = float(ter.patch_mu[row, j])
-            ax.add_patch(Circle((float(ter.patch_x[row, j]), float(ter.patch_y[row, j])), float(ter.patch_r[row, j]),
-                                color=(0.45, 0.35, 0.2), alpha=0.15 + 0.5 * (mu - 0.3), lw=0))
+        self._ground_image(ter, row, x[:2])
         ax.plot(xy[:, 0], xy[:, 1], color="0.5", lw=0.8, ls="--")
         for side in (1, -1):
             edge = xy + side * hw * nrm
             ax.plot(edge[:, 0], edge[:, 1], color="k", lw=1.2)
-        ax.scatter(ter.bump_x[row].cpu().numpy(), ter.bump_y[row].cpu().numpy(), s=12, c="tab:orange", marker="^")
         c, s = np.cos(x[2]), np.sin(x[2])
         rot = np.array([[c, -s], [s, c]])
         p = core.p

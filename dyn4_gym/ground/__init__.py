@@ -9,9 +9,16 @@ replaces the friction of those to its left, except a ``MuPatch``, which replaces
 its disc. Where no operand sets it, ``mu`` is 0.8, the Humvee tire's dry value.
 
 >>> g = Hills() + MuSplit(mu_left=0.8, mu_right=0.3) + Bump(x=10.0, y=0.9)
+
+The environments draw a batched ground per row from a registered *terrain kind* (terrain.py):
+``"rough"`` by default, ``"grid"`` from a user's arrays, and any kind added with
+:func:`register_terrain`.
 """
 
 from .samplers import DEFAULT_MU, Bump, Compose, Flat, Grid, Ground, Hills, MuPatch, MuSplit, Ramp
-from .terrain import Terrain
+from .terrain import (TERRAIN_KINDS, DrawContext, GridConfig, RoughConfig, Terrain, TerrainKind, register_terrain,
+                      terrain_config)
 
-__all__ = ["DEFAULT_MU", "Ground", "Flat", "MuSplit", "MuPatch", "Bump", "Hills", "Ramp", "Grid", "Compose", "Terrain"]
+__all__ = ["DEFAULT_MU", "Ground", "Flat", "MuSplit", "MuPatch", "Bump", "Hills", "Ramp", "Grid", "Compose", "Terrain",
+           "TERRAIN_KINDS", "DrawContext", "GridConfig", "RoughConfig", "TerrainKind", "register_terrain",
+           "terrain_config"]

@@ -10,7 +10,25 @@ import torch
 
 DEFAULT_MU = 0.8  # Chrono HMMWV_TMeasyTire.json: mu 0.8 on dry road
 
-__all__ = ["DEFAULT_MU", "Ground", "Flat", "MuSplit", "MuPatch", "Bump", "Hills", "Ramp", "Grid", "Compose"]
+__all__ = ["DEFAULT_MU", "Ground", "Flat", "MuSplit", "MuPatch", "Bump", "Hills", "Ramp", "Grid", "Compose",
+           "bump_height", "patch_cover"]
+
+
+def bump_height(X, Y, x0, y0, height, radius):
+    """``height (1 - d^2 / radius^2)^2`` inside ``d < radius`` of ``(x0, y0)``, else 0 [m].
+
+    The polynomial in ``d^2`` is C1 at its edge and has no ``sqrt`` at its top. All arguments
+    broadcast (the single :class:`Bump` and the batched terrains share this formula).
+    """
+    d2 = ((X - x0) ** 2 + (Y - y0) ** 2) / radius**2
+    return height * (1.0 - d2.clamp_max(1.0)) ** 2
+
+
+def patch_cover(X, Y, x0, y0, radius, width):
+    """How much a friction disc covers a point, 0..1: a ``tanh`` edge about ``width`` [m] wide
+    at ``radius`` from ``(x0, y0)``, smooth in ``d^2`` (no ``sqrt`` at the centre)."""
+    d2 = (X - x0) ** 2 + (Y - y0) ** 2
+    return 0.5 * (1.0 - torch.tanh((d2 - radius * radius) / (2.0 * radius * width)))
 
 
 def _check_xy(xy: torch.Tensor) -> None:
@@ -148,9 +166,7 @@ class MuPatch(Ground):
         return torch.full_like(xy[..., 0], self.mu)
 
     def cover(self, xy):
-        d2 = (xy[..., 0] - self.x) ** 2 + (xy[..., 1] - self.y) ** 2
-        # smooth in d^2 (no sqrt at the centre): inside where d^2 < radius^2
-        return 0.5 * (1.0 - torch.tanh((d2 - self.radius**2) / (2.0 * self.radius * self.width)))
+        return patch_cover(xy[..., 0], xy[..., 1], self.x, self.y, self.radius, self.width)
 
 
 @dataclass(frozen=True)
@@ -175,8 +191,7 @@ class Bump(Ground):
             _positive("Bump.mu", self.mu)
 
     def height(self, xy):
-        d2 = ((xy[..., 0] - self.x) ** 2 + (xy[..., 1] - self.y) ** 2) / self.radius**2
-        return self.height0 * (1.0 - d2.clamp_max(1.0)) ** 2
+        return bump_height(xy[..., 0], xy[..., 1], self.x, self.y, self.height0, self.radius)
 
     def friction(self, xy):
         return _mu_or_none(self.mu, xy)

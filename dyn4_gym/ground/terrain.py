@@ -1,26 +1,45 @@
-"""A batched ground sampler: each environment row has its own hills, friction patches and bumps.
+"""Batched terrains for the environments: a registry of terrain kinds, each drawn per row.
 
-Shapes: every tensor leads with the batch ``B``; queries are ``(B, *rest, 2)`` (the plant asks
-for ``(B, 4, 2)`` wheel points). The formulas are the single samplers' (samplers.py): plane sine
-waves for hills, ``tanh``-edged friction discs laid in order over a base friction, and
-``height (1 - d^2 / r^2)^2`` bumps. Built by the environments from seeded draws; resets replace
-rows by ``torch.where``, so no tensor in a graph is written in place.
+An environment row's ground is drawn at every reset by a *terrain kind*: a name, a frozen config
+dataclass (its defaults, and a ``validate(path)`` that raises ``ConfigError`` with the dotted
+path) and a ``draw(config, ctx)`` that turns the row's seeded uniforms ``ctx.u (B, n)`` and its
+course into a batched ground sampler (queries ``(B, *rest, 2)``). Select a kind by name in the
+env's config, ``gym.make("Dyn4Humvee-v0", ground={"kind": "grid", "heights": ...})``; add one from
+outside the package with :func:`register_terrain` (MuJoCo Playground registers its randomizers
+the same way).
+
+A batched ground is a dataclass whose tensor fields lead with the batch ``B`` (so resets,
+selects and ``detach`` are one tree map, :mod:`dyn4_gym._tree`); a class attribute ``SHARED``
+names fields that all rows share (a grid's map). Any other ``Ground`` (a plain sampler) is shared
+by all rows as it is.
+
+Built-in kinds:
+
+- ``"rough"`` (:class:`RoughConfig`, the default): rolling hills, friction discs near the course,
+  bumps on it.
+- ``"grid"`` (:class:`GridConfig`): a user's height and/or friction arrays, bilinear, the same
+  for every row, laid in the world frame (the course starts at the origin heading +X).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import math
+from dataclasses import dataclass, field
+from typing import Callable
 
+import numpy as np
 import torch
 
-from .samplers import Ground
+from .._checks import ConfigError, check_int, check_nonneg, check_positive, is_num
+from .samplers import Flat, Grid, Ground, bump_height, patch_cover
 
-__all__ = ["Terrain"]
+__all__ = ["Terrain", "DrawContext", "TerrainKind", "TERRAIN_KINDS", "register_terrain", "RoughConfig", "GridConfig",
+           "terrain_config"]
 
 
 @dataclass(frozen=True)
 class Terrain(Ground):
-    """Per-row hills ``(B, K)``, friction patches ``(B, P)`` and bumps ``(B, Q)``."""
+    """The rough kind's batched ground: per-row hills ``(B, K)``, friction patches ``(B, P)``, bumps ``(B, Q)``."""
 
     wave_kx: torch.Tensor  # (B, K) [rad/m]
     wave_ky: torch.Tensor  # (B, K)
@@ -37,42 +56,200 @@ class Terrain(Ground):
     bump_r: torch.Tensor  # (B, Q) [m]
     patch_edge: float = 0.5  # [m] width of a patch's tanh edge
 
-    def _b(self, t: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:
+    @staticmethod
+    def _b(t: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:
         """``(B, K)`` -> ``(B, 1, ..., 1, K)`` against a query ``(B, *rest, 2)``."""
         return t.reshape(t.shape[0], *([1] * (xy.ndim - 2)), *t.shape[1:])
 
     def height(self, xy):
         X, Y = xy[..., 0:1], xy[..., 1:2]
-        arg = X * self._b(self.wave_kx, xy) + Y * self._b(self.wave_ky, xy) + self._b(self.wave_phase, xy)
-        h = (self._b(self.wave_amp, xy) * torch.sin(arg)).sum(-1)
-        r2 = self._b(self.bump_r, xy) ** 2
-        d2 = ((X - self._b(self.bump_x, xy)) ** 2 + (Y - self._b(self.bump_y, xy)) ** 2) / r2
-        return h + (self._b(self.bump_h, xy) * (1.0 - d2.clamp_max(1.0)) ** 2).sum(-1)
+        b = self._b
+        arg = X * b(self.wave_kx, xy) + Y * b(self.wave_ky, xy) + b(self.wave_phase, xy)
+        h = (b(self.wave_amp, xy) * torch.sin(arg)).sum(-1)
+        return h + bump_height(X, Y, b(self.bump_x, xy), b(self.bump_y, xy), b(self.bump_h, xy), b(self.bump_r, xy)).sum(-1)
 
     def friction(self, xy):
         X, Y = xy[..., 0], xy[..., 1]
         mu = self._b(self.base_mu, xy).expand_as(X)
         for j in range(self.patch_x.shape[1]):  # a few patches, in order; never a loop over rows
-            px, py = self._b(self.patch_x[:, j], xy), self._b(self.patch_y[:, j], xy)
-            r = self._b(self.patch_r[:, j], xy)
-            d2 = (X - px) ** 2 + (Y - py) ** 2
-            cover = 0.5 * (1.0 - torch.tanh((d2 - r * r) / (2.0 * r * self.patch_edge)))
+            cover = patch_cover(X, Y, self._b(self.patch_x[:, j], xy), self._b(self.patch_y[:, j], xy),
+                                self._b(self.patch_r[:, j], xy), self.patch_edge)
             mu = mu + cover * (self._b(self.patch_mu[:, j], xy) - mu)
         return mu
 
-    def detach(self) -> "Terrain":
-        """The same terrain with its tensors cut from the autograd graph."""
-        return Terrain(**{f.name: (getattr(self, f.name).detach() if isinstance(getattr(self, f.name), torch.Tensor)
-                                   else getattr(self, f.name)) for f in fields(self)})
 
-    def select(self, mask: torch.Tensor, other: "Terrain") -> "Terrain":
-        """Rows of ``other`` where ``mask (B,)`` is true, of ``self`` elsewhere."""
-        out = {}
-        for f in fields(self):
-            a, b = getattr(self, f.name), getattr(other, f.name)
-            if isinstance(a, torch.Tensor):
-                m = mask.reshape(-1, *([1] * (a.ndim - 1)))
-                out[f.name] = torch.where(m, b, a)
-            else:
-                out[f.name] = a
-        return Terrain(**out)
+@dataclass(frozen=True)
+class DrawContext:
+    """What a terrain kind may use to draw ``B`` rows."""
+
+    u: torch.Tensor  # (B, n) the rows' seeded uniforms in [0, 1), n = kind.n_uniforms(config)
+    course_xy: torch.Tensor  # (B, N, 2) [m] the rows' centre lines
+    course_heading: torch.Tensor  # (B, N) [rad]
+    spacing: float  # [m] between centre-line points
+    half_width: float  # [m] corridor half-width
+    lead_in: float  # [m] straight start of the course
+
+    @property
+    def batch(self) -> int:
+        return self.course_xy.shape[0]
+
+    def on_course(self, frac: torch.Tensor, lo: float = 0.0, offset: torch.Tensor | None = None) -> torch.Tensor:
+        """World points ``(B, k, 2)`` at course fractions ``frac (B, k)`` past ``lo`` metres, moved
+        ``offset`` [m] (left +) off the centre line."""
+        n = self.course_xy.shape[1]
+        j = (lo / self.spacing + frac * (n - 1 - lo / self.spacing)).long().clamp(0, n - 1)
+        pts = torch.gather(self.course_xy, 1, j.unsqueeze(-1).expand(*j.shape, 2))
+        if offset is None:
+            return pts
+        th = torch.gather(self.course_heading, 1, j)
+        return torch.stack((pts[..., 0] - offset * torch.sin(th), pts[..., 1] + offset * torch.cos(th)), -1)
+
+
+@dataclass(frozen=True)
+class TerrainKind:
+    """A registered terrain kind: ``draw(config, ctx) -> batched Ground`` from ``n_uniforms(config)`` draws per row."""
+
+    name: str
+    config: type
+    draw: Callable
+    n_uniforms: Callable = field(default=lambda cfg: 0)
+
+
+TERRAIN_KINDS: dict[str, TerrainKind] = {}
+
+
+def register_terrain(kind: TerrainKind, overwrite: bool = False) -> TerrainKind:
+    """Make a terrain kind selectable by name (``ground={"kind": name, ...}``) in every env.
+
+    ``kind.config`` must be a frozen dataclass with a ``kind`` field defaulting to ``kind.name``
+    and a ``validate(path)`` method.
+    """
+    if not isinstance(kind, TerrainKind):
+        raise TypeError("register_terrain takes a TerrainKind(name, config, draw, n_uniforms)")
+    if kind.name in TERRAIN_KINDS and not overwrite:
+        raise ValueError(f"a terrain kind named {kind.name!r} exists; pass overwrite=True to replace it")
+    if getattr(kind.config(), "kind", None) != kind.name:
+        raise ValueError(f"{kind.config.__name__}.kind must default to {kind.name!r}")
+    TERRAIN_KINDS[kind.name] = kind
+    return kind
+
+
+def terrain_config(kind: str, path: str):
+    """The default config of terrain kind ``kind`` (ConfigError if it is not registered)."""
+    if not isinstance(kind, str) or kind not in TERRAIN_KINDS:
+        raise ConfigError(f"{path}.kind must be a registered terrain kind (known: {sorted(TERRAIN_KINDS)}), got {kind!r}")
+    return TERRAIN_KINDS[kind].config()
+
+
+# ---------------------------------------------------------------------------------------- rough
+@dataclass(frozen=True)
+class RoughConfig:
+    """The default terrain: hills, friction patches on the course, bumps."""
+
+    kind: str = "rough"
+    base_mu: float = 0.8  # friction outside the patches (Humvee tire, dry road)
+    hills_amplitude: float = 0.3  # [m] total amplitude of the rolling hills (0: level)
+    hills_wavelength_min: float = 30.0  # [m]
+    hills_wavelength_max: float = 90.0  # [m]
+    n_hills: int = 3
+    n_patches: int = 4  # friction discs centred near the course
+    patch_mu_min: float = 0.4
+    patch_mu_max: float = 1.0
+    patch_radius_min: float = 4.0  # [m]
+    patch_radius_max: float = 12.0  # [m]
+    n_bumps: int = 4  # bumps on the course, within 1 m of its centre line
+    bump_height_min: float = 0.04  # [m]
+    bump_height_max: float = 0.10  # [m]
+    bump_radius: float = 0.5  # [m]
+
+    def validate(self, path: str) -> None:
+        for name in ("base_mu", "hills_wavelength_min", "hills_wavelength_max", "patch_mu_min", "patch_mu_max",
+                     "patch_radius_min", "patch_radius_max", "bump_radius"):
+            check_positive(f"{path}.{name}", getattr(self, name))
+        for name in ("hills_amplitude", "bump_height_min", "bump_height_max"):
+            check_nonneg(f"{path}.{name}", getattr(self, name))
+        for name in ("n_hills", "n_patches", "n_bumps"):
+            check_int(f"{path}.{name}", getattr(self, name), 0)
+        for lo, hi in (("hills_wavelength_min", "hills_wavelength_max"), ("patch_mu_min", "patch_mu_max"),
+                       ("patch_radius_min", "patch_radius_max"), ("bump_height_min", "bump_height_max")):
+            if getattr(self, hi) < getattr(self, lo):
+                raise ConfigError(f"{path}.{hi} must be >= {path}.{lo}")
+
+
+def _rough_uniforms(g: RoughConfig) -> int:
+    return 4 * (g.n_hills + g.n_patches + g.n_bumps)
+
+
+def draw_rough(g: RoughConfig, ctx: DrawContext) -> Terrain:
+    """Hills (plane waves: direction, wavelength, amplitude, phase), discs of friction whose
+    centres sit within a half-width of the course, and bumps within 1 m of its centre line."""
+    B = ctx.batch
+    dt, dev = ctx.course_xy.dtype, ctx.course_xy.device
+    nh, npch, nb = 4 * g.n_hills, 4 * g.n_patches, 4 * g.n_bumps
+    h = ctx.u[:, :nh].reshape(B, g.n_hills, 4)
+    pt = ctx.u[:, nh:nh + npch].reshape(B, g.n_patches, 4)
+    bt = ctx.u[:, nh + npch:nh + npch + nb].reshape(B, g.n_bumps, 4)
+    lam = g.hills_wavelength_min + (g.hills_wavelength_max - g.hills_wavelength_min) * h[..., 0]
+    ang = 2 * math.pi * h[..., 1]
+    amp = g.hills_amplitude / max(g.n_hills, 1) * (0.5 + h[..., 2])
+    ppts = ctx.on_course(pt[..., 0], 0.0, (pt[..., 1] - 0.5) * 2 * ctx.half_width)
+    bpts = ctx.on_course(bt[..., 0], ctx.lead_in, (bt[..., 1] - 0.5) * 2.0)
+    return Terrain(
+        wave_kx=2 * math.pi / lam * torch.cos(ang), wave_ky=2 * math.pi / lam * torch.sin(ang),
+        wave_amp=amp, wave_phase=2 * math.pi * h[..., 3],
+        base_mu=torch.full((B,), g.base_mu, dtype=dt, device=dev),
+        patch_x=ppts[..., 0], patch_y=ppts[..., 1],
+        patch_r=g.patch_radius_min + (g.patch_radius_max - g.patch_radius_min) * pt[..., 2],
+        patch_mu=g.patch_mu_min + (g.patch_mu_max - g.patch_mu_min) * pt[..., 3],
+        bump_x=bpts[..., 0], bump_y=bpts[..., 1],
+        bump_h=g.bump_height_min + (g.bump_height_max - g.bump_height_min) * bt[..., 2],
+        bump_r=torch.full((B, g.n_bumps), g.bump_radius, dtype=dt, device=dev),
+    )
+
+
+# ----------------------------------------------------------------------------------------- grid
+@dataclass(frozen=True)
+class GridConfig:
+    """A user's maps: ``heights`` [m] and/or ``mu`` as ``(nx, ny)`` arrays (nested lists or
+    numpy), node ``(i, j)`` at ``origin + (i, j) * spacing`` [m] in the world frame; the edge
+    values hold outside. Where ``mu`` is None the friction is ``base_mu``."""
+
+    kind: str = "grid"
+    heights: object = None
+    mu: object = None
+    origin: tuple = (-20.0, -200.0)  # [m]
+    spacing: float = 1.0  # [m]
+    base_mu: float = 0.8
+
+    def validate(self, path: str) -> None:
+        check_positive(f"{path}.spacing", self.spacing)
+        check_positive(f"{path}.base_mu", self.base_mu)
+        if not (isinstance(self.origin, (tuple, list)) and len(self.origin) == 2 and all(is_num(v) and math.isfinite(v)
+                                                                                         for v in self.origin)):
+            raise ConfigError(f"{path}.origin must be two finite numbers, got {self.origin!r}")
+        for name in ("heights", "mu"):
+            a = getattr(self, name)
+            if a is None:
+                continue
+            try:
+                arr = np.asarray(a, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{path}.{name} must be a 2-D array of numbers") from None
+            if arr.ndim != 2 or min(arr.shape) < 2:
+                raise ConfigError(f"{path}.{name} must be a 2-D array of at least 2 x 2 nodes, got shape {arr.shape}")
+            if not np.isfinite(arr).all():
+                raise ConfigError(f"{path}.{name} must be finite")
+            if name == "mu" and not (arr > 0).all():
+                raise ConfigError(f"{path}.mu must be positive everywhere")
+        if self.heights is None and self.mu is None:
+            raise ConfigError(f"{path} needs heights, mu, or both")
+
+
+def draw_grid(g: GridConfig, ctx: DrawContext) -> Ground:
+    grid = Grid(heights=None if g.heights is None else np.asarray(g.heights, dtype=np.float64),
+                mu=None if g.mu is None else np.asarray(g.mu, dtype=np.float64), origin=g.origin, spacing=g.spacing)
+    return grid if g.mu is not None else Flat(mu=g.base_mu) + grid
+
+
+register_terrain(TerrainKind("rough", RoughConfig, draw_rough, _rough_uniforms))
+register_terrain(TerrainKind("grid", GridConfig, draw_grid))

@@ -1,0 +1,181 @@
+"""The code's structure: no import cycles, the terrain registry (grounds added from outside the
+package), names instead of numbers for observation entries, scripts whose flags are the config."""
+
+import dataclasses
+import math
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import dyn4_gym  # noqa: F401  (registers the ids)
+from dyn4_gym import _tree
+from dyn4_gym.agents import PurePursuit, SHACConfig
+from dyn4_gym.agents.evaluation import evaluate
+from dyn4_gym.envs import ConfigError, Dyn4DiffEnv, Dyn4VectorEnv, EnvConfig, TaskCore
+from dyn4_gym.envs.core import OBS_INDEX
+from dyn4_gym.ground import TERRAIN_KINDS, Ground, TerrainKind, register_terrain
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_module_imports_on_its_own():
+    """Each module imported first, in a fresh module table: an import cycle fails here."""
+    code = r"""
+import importlib, pkgutil, sys
+import dyn4_gym
+names = sorted(m.name for m in pkgutil.walk_packages(dyn4_gym.__path__, "dyn4_gym."))
+for name in names:
+    for k in [k for k in sys.modules if k == "dyn4_gym" or k.startswith("dyn4_gym.")]:
+        del sys.modules[k]
+    importlib.import_module(name)
+print(len(names))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.strip()) > 20
+
+
+# ------------------------------------------------------------------ a terrain kind from outside
+@dataclass(frozen=True)
+class TiltConfig:
+    """A test kind: a plane tilted by a per-row drawn slope along +X, and one friction value."""
+
+    kind: str = "test_tilt"
+    max_slope: float = 0.05
+    mu: float = 0.6
+
+    def validate(self, path):
+        if not (isinstance(self.max_slope, float) and 0 <= self.max_slope < 0.5):
+            raise ConfigError(f"{path}.max_slope must be in [0, 0.5), got {self.max_slope!r}")
+
+
+@dataclass(frozen=True)
+class Tilt(Ground):
+    slope: torch.Tensor  # (B,)
+    mu: float = 0.6
+
+    def height(self, xy):
+        return self.slope.reshape(-1, *([1] * (xy.ndim - 2))) * xy[..., 0]
+
+    def friction(self, xy):
+        return torch.full_like(xy[..., 0], self.mu)
+
+
+def _draw_tilt(cfg, ctx):
+    return Tilt(slope=cfg.max_slope * (2 * ctx.u[:, 0] - 1), mu=cfg.mu)
+
+
+@pytest.fixture(scope="module")
+def tilt_kind():
+    kind = register_terrain(TerrainKind("test_tilt", TiltConfig, _draw_tilt, lambda cfg: 1), overwrite=True)
+    yield kind
+    TERRAIN_KINDS.pop("test_tilt", None)
+
+
+def test_a_registered_ground_drives_the_env(tilt_kind):
+    env = gym.make("Dyn4Humvee-v0", ground={"kind": "test_tilt", "max_slope": 0.04, "mu": 0.55})
+    obs, _ = env.reset(seed=3)
+    for w in ("FL", "FR", "RL", "RR"):
+        assert obs[OBS_INDEX[f"mu_{w}"]] == pytest.approx(0.55, abs=1e-6)
+    slope = float(env.unwrapped._state.terrain.slope[0])
+    assert 0 < abs(slope) <= 0.04
+    for _ in range(20):
+        obs, r, term, trunc, info = env.step(np.array([0.0, 0.2], dtype=np.float32))
+        assert np.isfinite(r)
+    # the body rides the plane: heave follows slope * X
+    x = env.unwrapped._state.x[0]
+    assert float(x[6]) == pytest.approx(slope * float(x[0]), abs=0.02)
+    with pytest.raises(ConfigError, match="ground.max_slope"):
+        gym.make("Dyn4Humvee-v0", ground={"kind": "test_tilt", "max_slope": 0.9})
+
+
+def test_a_registered_ground_survives_partial_resets_and_gradients(tilt_kind):
+    venv = Dyn4VectorEnv(num_envs=3, ground={"kind": "test_tilt"})
+    venv.reset(seed=0)
+    before = venv.runner.state.terrain.slope.clone()
+    venv.reset(options={"reset_mask": np.array([False, True, False])})
+    after = venv.runner.state.terrain.slope
+    assert float(after[0]) == float(before[0]) and float(after[2]) == float(before[2])
+    assert float(after[1]) != float(before[1])  # row 1 drew its next episode
+    denv = Dyn4DiffEnv(num_envs=2, ground={"kind": "test_tilt"}, dtype="float64")
+    denv.reset(seed=1)
+    a = torch.zeros(2, 2, dtype=torch.float64, requires_grad=True)
+    _, r, *_ = denv.step(a)
+    (g,) = torch.autograd.grad(r.sum(), a)
+    assert bool(torch.isfinite(g).all()) and float(g.abs().sum()) > 0
+
+
+def test_unknown_ground_kind_is_refused():
+    with pytest.raises(ConfigError, match="ground.kind"):
+        EnvConfig.from_dict({"ground": {"kind": "lava"}})
+
+
+def test_grid_kind_from_user_arrays():
+    nx, ny = 60, 40
+    heights = np.zeros((nx, ny))
+    heights[:, :] = 0.02 * np.arange(nx)[:, None]  # 2 % along +X from the origin
+    mu = np.full((nx, ny), 0.45)
+    env = gym.make("Dyn4HumveeFlat-v0", ground={"kind": "grid", "heights": heights.tolist(), "mu": mu.tolist(),
+                                                "origin": (-10.0, -20.0), "spacing": 1.0})
+    obs, _ = env.reset(seed=0)
+    assert obs[OBS_INDEX["mu_FL"]] == pytest.approx(0.45, abs=1e-6)
+    x = env.unwrapped._state.x[0]
+    assert float(x[6]) == pytest.approx(0.02 * 10.0, abs=0.01)  # the rest state sits on the grid at X = 0
+    with pytest.raises(ConfigError, match="ground.heights"):
+        gym.make("Dyn4Humvee-v0", ground={"kind": "grid", "heights": [[1.0, float("nan")], [0.0, 0.0]]})
+
+
+# ------------------------------------------------------------------ names, not numbers
+def test_pure_pursuit_follows_a_changed_preview():
+    """The controller reads the preview by name and takes its distances from the config."""
+    preview = (4.0, 8.0, 16.0, 24.0, 32.0)
+    kw = dict(course={"length": 120.0, "preview": preview}, episode_steps=300)
+    res = evaluate(PurePursuit(preview=preview), kw, seeds=(10_000, 10_001))
+    assert res.finished == 1.0
+
+
+def test_tree_map_handles_shared_fields():
+    @dataclass(frozen=True)
+    class S:
+        SHARED = ("table",)
+        a: torch.Tensor
+        table: torch.Tensor
+        label: str = "x"
+
+    s = S(a=torch.arange(4.0), table=torch.ones(7))
+    t = _tree.take_rows(s, torch.tensor([1, 3]))
+    assert torch.equal(t.a, torch.tensor([1.0, 3.0])) and t.table.shape == (7,) and t.label == "x"
+    leaves = _tree.tree_leaves(s)
+    assert len(leaves) == 1
+    assert torch.equal(_tree.tree_unflatten(s, [torch.zeros(4)]).a, torch.zeros(4))
+
+
+# ------------------------------------------------------------------ scripts
+def test_train_diff_help_lists_every_config_field():
+    r = subprocess.run([sys.executable, str(ROOT / "agents" / "train_diff.py"), "--help"], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    for f in dataclasses.fields(SHACConfig):
+        assert "--" + f.name.replace("_", "-") in r.stdout, f.name
+
+
+@pytest.mark.parametrize("script", ["train_diff.py", "train_sb3.py", "evaluate.py"])
+def test_scripts_have_a_main(script):
+    src = (ROOT / "agents" / script).read_text()
+    assert "def main(argv=None)" in src and 'if __name__ == "__main__":' in src
+
+
+def test_shac_lives_on_the_envs_device():
+    from dyn4_gym.agents import SHAC
+
+    agent = SHAC(SHACConfig(num_envs=2, horizon=2), dict(course={"length": 60.0}, episode_steps=20))
+    dev = TaskCore(EnvConfig()).device
+    assert agent.device == dev
+    assert all(p.device == dev for p in agent.actor.parameters())
+    assert math.isfinite(agent.iteration()["actor_loss"])
