@@ -7,14 +7,17 @@ and write a plot of the trajectories and the energy lines.
 
 import argparse
 import json
+import math
 import os
+import sys
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from dyn4_gym.agents import SHAC, PurePursuit
+from dyn4_gym.agents import SHAC, CheckpointError, PurePursuit
+from dyn4_gym.envs import ConfigError
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
 
 def main(argv=None):
@@ -22,25 +25,50 @@ def main(argv=None):
     ap.add_argument("--policy", default="classical",
                     help="'classical', a differentiable-trainer model (.pt) or an SB3 model (.zip from train_sb3.py)")
     ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
-    ap.add_argument("--seeds", type=int, default=len(EVAL_SEEDS), help="how many held-out seeds")
+    ap.add_argument("--seeds", type=_seed_count, default=len(EVAL_SEEDS),
+                    help=f"how many held-out seeds, 1 to {len(EVAL_SEEDS)}")
     ap.add_argument("--out", default="runs/eval")
     args = ap.parse_args(argv)
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+        if not isinstance(env_kwargs, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        ap.error(f"--env-kwargs must be a JSON object: {exc}")
+    try:
+        policy, name, env_kwargs = _load_policy(args.policy, env_kwargs)
+        res = evaluate(policy, env_kwargs, seeds=EVAL_SEEDS[: args.seeds])
+    except (CheckpointError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    _report(args, name, res)
 
-    env_kwargs = json.loads(args.env_kwargs)
-    if args.policy == "classical":
+
+def _seed_count(text: str) -> int:
+    n = int(text)
+    if not 1 <= n <= len(EVAL_SEEDS):
+        raise argparse.ArgumentTypeError(f"must be 1 to {len(EVAL_SEEDS)}, got {n}")
+    return n
+
+
+def _load_policy(path: str, env_kwargs: dict):
+    """``(policy, name, env_kwargs)``; a bad file raises CheckpointError, never a raw traceback."""
+    if path == "classical":
         policy, name = PurePursuit(), "classical (pure pursuit)"
-    elif args.policy.endswith(".zip"):
+    elif path.endswith(".zip"):
         from dyn4_gym.agents.sb3_glue import sb3_policy
 
-        policy, saved_kwargs = sb3_policy(args.policy)
+        policy, saved_kwargs = sb3_policy(path)
         env_kwargs = {**saved_kwargs, **env_kwargs}
-        name = os.path.basename(os.path.dirname(os.path.abspath(args.policy))) + "/" + os.path.basename(args.policy)
+        name = os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path)
     else:
-        agent = SHAC.load(args.policy)
+        agent = SHAC.load(path)
         env_kwargs = {**agent.env_kwargs, **env_kwargs}
-        policy, name = agent.policy, os.path.basename(args.policy)
+        policy, name = agent.policy, os.path.basename(path)
+    return policy, name, env_kwargs
 
-    res = evaluate(policy, env_kwargs, seeds=EVAL_SEEDS[: args.seeds])
+
+def _report(args, name, res):
     print(f"{name} on {args.seeds} held-out seeds")
     for k, v in res.row().items():
         print(f"  {k:16s} {v:10.3f}")
@@ -58,7 +86,8 @@ def main(argv=None):
     path = os.path.join(args.out, "evaluation.png")
     fig.savefig(path, dpi=110)
     with open(os.path.join(args.out, "evaluation.json"), "w") as fh:
-        json.dump(dict(policy=name, **res.row()), fh, indent=1)
+        row = {k: (v if math.isfinite(v) else None) for k, v in res.row().items()}  # strict JSON
+        json.dump(dict(policy=name, **row), fh, indent=1, allow_nan=False)
     print(f"wrote {path}")
 
 

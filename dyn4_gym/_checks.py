@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["ConfigError", "is_num", "check_positive", "check_nonneg", "check_int"]
+__all__ = ["ConfigError", "is_num", "check_positive", "check_nonneg", "check_int", "check_range", "check_int_range"]
 
 
 class ConfigError(ValueError):
@@ -28,3 +28,23 @@ def check_nonneg(path, v):
 def check_int(path, v, lo):
     if not (isinstance(v, int) and not isinstance(v, bool) and v >= lo):
         raise ConfigError(f"{path} must be an integer >= {lo}, got {v!r}")
+
+
+def check_range(path, v, lo, hi, lo_open: bool = False, hi_open: bool = False):
+    """A finite number (not a bool) in ``[lo, hi]`` (open at either end on request)."""
+    ok = is_num(v)
+    if ok:
+        try:
+            f = float(v)
+        except OverflowError:
+            ok = False
+        else:
+            ok = math.isfinite(f) and (f > lo if lo_open else f >= lo) and (f < hi if hi_open else f <= hi)
+    if not ok:
+        lb, rb = "(" if lo_open else "[", ")" if hi_open else "]"
+        raise ConfigError(f"{path} must be a number in {lb}{lo:g}, {hi:g}{rb}, got {v!r}")
+
+
+def check_int_range(path, v, lo, hi):
+    if not (isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi):
+        raise ConfigError(f"{path} must be an integer in [{lo}, {hi}], got {v!r}")

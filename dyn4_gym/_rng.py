@@ -1,16 +1,19 @@
 """A counter-based random number generator, vectorised over environments.
 
-Each environment row draws from its own stream ``(key, episode, index)``, so a row's episode is
-the same whatever the batch around it: the vector env's row ``i`` seeded with ``s + i`` equals a
-single env seeded with ``s + i``. The hash is Chris Wellons' ``lowbias32`` on 32-bit words held
-in int64 tensors, with the multiplications split into 16-bit halves so no product overflows.
+Each environment row draws from its own stream ``(key, episode)``, so a row's episode is the same
+whatever the batch around it: the vector env's row ``i`` seeded with ``s + i`` equals a single env
+seeded with ``s + i``. Both the key and the episode counter enter with all 64 bits: the stream
+is two 32-bit words, each a chain of Chris Wellons' ``lowbias32`` hash over the four 32-bit
+halves (each step a bijection, so two pairs that differ in any bit give different words), and
+each uniform takes 53 bits from both words. The hashes run on int64 tensors with the
+multiplications split into 16-bit halves so no product overflows.
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["hash32", "uniform"]
+__all__ = ["hash32", "uniform", "key_of_seed"]
 
 _MASK = 0xFFFFFFFF
 
@@ -32,9 +35,25 @@ def hash32(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
+def key_of_seed(seed: int) -> int:
+    """The int64 stream key of a seed in ``[0, 2^64)`` (two's complement above ``2^63``)."""
+    return seed - (1 << 64) if seed >= (1 << 63) else seed
+
+
+def _stream(words, salt: int) -> torch.Tensor:
+    h = hash32(words[0] ^ salt)
+    for w in words[1:]:
+        h = hash32(h ^ w)
+    return h
+
+
 def uniform(key: torch.Tensor, episode: torch.Tensor, n: int, dtype=torch.float64) -> torch.Tensor:
-    """``(B, n)`` uniforms in ``[0, 1)`` for rows with stream ``key (B,)`` at ``episode (B,)``."""
+    """``(B, n)`` uniforms in ``(0, 1)`` for rows with stream ``key (B,)`` at ``episode (B,)`` (int64)."""
+    words = (key & _MASK, (key >> 32) & _MASK, episode & _MASK, (episode >> 32) & _MASK)
+    a = _stream(words, 0x9E3779B9).unsqueeze(-1)
+    b = _stream(words, 0x85EBCA6B).unsqueeze(-1)
     idx = torch.arange(n, dtype=torch.int64, device=key.device)
-    h = hash32(hash32(key ^ hash32(episode + 0x5BD1E995)).unsqueeze(-1) + idx)
-    h = hash32(h ^ 0x27D4EB2F)
-    return ((h.to(torch.float64) + 0.5) / 4294967296.0).to(dtype)
+    x1 = hash32(hash32(a + idx) ^ b)
+    x2 = hash32(hash32(b + idx + 0x632BE5AB) ^ a)
+    bits = (x1 >> 5) * (1 << 26) + (x2 >> 6)  # 27 + 26 = 53 bits
+    return ((bits.to(torch.float64) + 0.5) / float(1 << 53)).to(dtype)

@@ -1,6 +1,5 @@
 """The first seed's dynamic gates: mu split, a bump, the envelopes, Jolt's Humvee, Ackermann."""
 
-import math
 
 import pytest
 import torch

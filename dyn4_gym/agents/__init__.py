@@ -1,6 +1,6 @@
 """Controllers and trainers for the environments."""
 
 from .classical import PurePursuit, PurePursuitParams
-from .shac import SHAC, SHACConfig
+from .shac import SHAC, CheckpointError, SHACConfig
 
-__all__ = ["PurePursuit", "PurePursuitParams", "SHAC", "SHACConfig"]
+__all__ = ["PurePursuit", "PurePursuitParams", "SHAC", "SHACConfig", "CheckpointError"]

@@ -79,18 +79,27 @@ def sb3_policy(model_path: str):
 
     from stable_baselines3 import PPO, SAC
 
+    from .shac import CheckpointError, _why
+
+    # SB3's zip and VecNormalize's pickle are SB3's formats: loading runs pickled code by their
+    # design, so load only files you trust. What is checked here is that they are what they claim.
     folder = os.path.dirname(model_path)
-    meta = {}
-    if os.path.exists(os.path.join(folder, "run.json")):
-        with open(os.path.join(folder, "run.json")) as fh:
-            meta = json.load(fh)
-    cls = {"ppo": PPO, "sac": SAC}[meta.get("algo", "ppo")]
-    model = cls.load(model_path, device="cpu")
-    norm = None
-    vn = os.path.join(folder, "vecnormalize.pkl")
-    if os.path.exists(vn):
-        with open(vn, "rb") as fh:
-            norm = pickle.load(fh)
+    try:
+        meta = {}
+        if os.path.exists(os.path.join(folder, "run.json")):
+            with open(os.path.join(folder, "run.json")) as fh:
+                meta = json.load(fh)
+        if not isinstance(meta, dict) or meta.get("algo", "ppo") not in ("ppo", "sac"):
+            raise ValueError("run.json beside the model is not train_sb3.py's")
+        cls = {"ppo": PPO, "sac": SAC}[meta.get("algo", "ppo")]
+        model = cls.load(model_path, device="cpu")
+        norm = None
+        vn = os.path.join(folder, "vecnormalize.pkl")
+        if os.path.exists(vn):
+            with open(vn, "rb") as fh:
+                norm = pickle.load(fh)  # noqa: S301 (SB3's own format)
+    except Exception as exc:
+        raise CheckpointError(f"{model_path} is not a usable SB3 model from train_sb3.py ({_why(exc)})") from None
 
     def policy(obs: torch.Tensor) -> torch.Tensor:
         o = obs.detach().cpu().numpy()

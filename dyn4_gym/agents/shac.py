@@ -30,7 +30,21 @@ from torch import nn
 
 from ..envs import Dyn4DiffEnv
 
-__all__ = ["SHACConfig", "SHAC", "RunningNorm", "Actor", "Critic"]
+__all__ = ["SHACConfig", "SHAC", "RunningNorm", "Actor", "Critic", "CheckpointError", "CHECKPOINT_FORMAT"]
+
+CHECKPOINT_FORMAT = "dyn4-gym-shac-1"
+
+
+class CheckpointError(ValueError):
+    """A policy or checkpoint file that cannot be loaded (missing, truncated, foreign or crafted)."""
+
+
+def _why(exc: Exception) -> str:
+    """One short line for an error message."""
+    if isinstance(exc, __import__("pickle").UnpicklingError):
+        return "not a torch checkpoint of tensors and plain data"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:160] if text else ''}"
 
 
 @dataclass(frozen=True)
@@ -281,7 +295,15 @@ class SHAC:
                 return history
 
     def state_dict(self) -> dict:
-        return dict(config=dataclasses.asdict(self.config), env_kwargs=self.env_kwargs, actor=self.actor.state_dict(),
+        """Plain tensors, numbers, strings, lists and dicts only, so ``torch.load(weights_only=True)``
+        reads it back (the env's keyword arguments are stored as JSON)."""
+        try:
+            env_json = json.dumps(self.env_kwargs)
+        except TypeError as exc:
+            raise ValueError(f"env_kwargs must be JSON-serialisable to be saved (custom reward_terms are not): {exc}") from None
+        cfg = dataclasses.asdict(self.config)
+        cfg["hidden"] = list(cfg["hidden"])
+        return dict(format=CHECKPOINT_FORMAT, config=cfg, env_kwargs=env_json, actor=self.actor.state_dict(),
                     critic=self.critic.state_dict(), target=self.target.state_dict(), norm=self.norm.state_dict(),
                     actor_opt=self.actor_opt.state_dict(), critic_opt=self.critic_opt.state_dict(),
                     env_steps=self.env_steps, iterations=self.iterations, gen=self.gen.get_state())
@@ -291,14 +313,29 @@ class SHAC:
 
     @classmethod
     def load(cls, path: str) -> "SHAC":
-        d = torch.load(path, weights_only=False)
-        cfg = d["config"]
-        cfg["hidden"] = tuple(cfg["hidden"])
-        agent = cls(SHACConfig(**cfg), d["env_kwargs"])
-        for name in ("actor", "critic", "target", "norm", "actor_opt", "critic_opt"):
-            getattr(agent, name).load_state_dict(d[name])
-        agent.env_steps, agent.iterations = d["env_steps"], d["iterations"]
-        agent.gen.set_state(d["gen"])
+        """A trainer from a :meth:`save` file. Read with ``weights_only=True`` (no code in the file
+        runs); anything that is not such a file raises :class:`CheckpointError`."""
+        try:
+            d = torch.load(path, weights_only=True, map_location="cpu")
+        except FileNotFoundError:
+            raise CheckpointError(f"{path}: no such file") from None
+        except Exception as exc:  # truncated, not a torch file, or objects weights_only refuses
+            raise CheckpointError(f"{path} is not a dyn4-gym SHAC checkpoint ({_why(exc)})") from None
+        try:
+            if not isinstance(d, dict) or d.get("format") != CHECKPOINT_FORMAT:
+                raise ValueError(f"no {CHECKPOINT_FORMAT!r} format tag")
+            cfg = dict(d["config"])
+            cfg["hidden"] = tuple(cfg["hidden"])
+            env_kwargs = json.loads(d["env_kwargs"])
+            agent = cls(SHACConfig(**cfg), env_kwargs)
+            for name in ("actor", "critic", "target", "norm", "actor_opt", "critic_opt"):
+                getattr(agent, name).load_state_dict(d[name])
+            agent.env_steps, agent.iterations = int(d["env_steps"]), int(d["iterations"])
+            agent.gen.set_state(d["gen"])
+        except CheckpointError:
+            raise
+        except Exception as exc:
+            raise CheckpointError(f"{path} is not a usable dyn4-gym SHAC checkpoint ({_why(exc)})") from None
         return agent
 
     def config_json(self) -> str:

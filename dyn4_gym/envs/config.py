@@ -8,42 +8,52 @@ with the dotted path of the offender (``course.half_width must be positive, got 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field, fields
 
-from .._checks import ConfigError, check_int as _int, check_nonneg as _nonneg, check_positive as _positive, is_num as _is_num
+from .._checks import ConfigError, check_int_range, check_range, is_num
 from ..ground.terrain import TERRAIN_KINDS, RoughConfig, terrain_config
+from .rewards import resolve_terms
+from .vehicle import validate_vehicle
 
 __all__ = ["CourseConfig", "GroundConfig", "EnvConfig", "ConfigError"]
 
 
 @dataclass(frozen=True)
 class CourseConfig:
-    """The course: a seeded, smooth, curvature-bounded centre line and its corridor."""
+    """The course: a seeded, smooth, curvature-bounded centre line and its corridor.
 
-    length: float = 300.0  # [m] along the centre line
-    spacing: float = 1.0  # [m] between centre-line points
-    half_width: float = 3.0  # [m] corridor half-width; outside it the episode terminates
-    lat_accel: float = 3.0  # [m/s^2] design lateral acceleration: |curvature| <= lat_accel / v_target^2
-    n_waves: int = 3  # sine components of the curvature profile
-    wavelength_min: float = 40.0  # [m]
-    wavelength_max: float = 160.0  # [m]
-    lead_in: float = 20.0  # [m] straight start (curvature fades in over it)
-    goal_margin: float = 2.0  # [m] success when within this of the course's end
-    preview: tuple = (5.0, 10.0, 20.0, 30.0, 40.0)  # [m] ahead: course points in the observation
+    Bounds (checked by :meth:`validate`) in brackets after each field.
+    """
+
+    length: float = 300.0  # [m] along the centre line [lead_in + goal_margin + 2 spacing, 10000]
+    spacing: float = 1.0  # [m] between centre-line points [0.1, 10]
+    half_width: float = 3.0  # [m] corridor half-width; outside it the episode terminates [0.5, 1000]
+    lat_accel: float = 3.0  # [m/s^2] design lateral acceleration, |curvature| <= lat_accel / v^2 (0, 20]
+    n_waves: int = 3  # sine components of the curvature profile [1, 16]
+    wavelength_min: float = 40.0  # [m] [1, 1e5]
+    wavelength_max: float = 160.0  # [m] [wavelength_min, 1e5]
+    lead_in: float = 20.0  # [m] straight start (curvature fades in over it) [0, 1000]
+    goal_margin: float = 2.0  # [m] success when within this of the course's end [0, 1000]
+    preview: tuple = (5.0, 10.0, 20.0, 30.0, 40.0)  # [m] ahead: course points in the observation, each (0, 1000]
 
     def validate(self, path: str) -> None:
-        for name in ("length", "spacing", "half_width", "lat_accel", "wavelength_min", "wavelength_max"):
-            _positive(f"{path}.{name}", getattr(self, name))
-        _nonneg(f"{path}.lead_in", self.lead_in)
-        _nonneg(f"{path}.goal_margin", self.goal_margin)
-        _int(f"{path}.n_waves", self.n_waves, 1)
+        check_range(f"{path}.spacing", self.spacing, 0.1, 10.0)
+        check_range(f"{path}.half_width", self.half_width, 0.5, 1000.0)
+        check_range(f"{path}.lat_accel", self.lat_accel, 0.0, 20.0, lo_open=True)
+        check_range(f"{path}.wavelength_min", self.wavelength_min, 1.0, 1e5)
+        check_range(f"{path}.wavelength_max", self.wavelength_max, 1.0, 1e5)
+        check_range(f"{path}.lead_in", self.lead_in, 0.0, 1000.0)
+        check_range(f"{path}.goal_margin", self.goal_margin, 0.0, 1000.0)
+        check_range(f"{path}.length", self.length, 1.0, 1e4)
+        check_int_range(f"{path}.n_waves", self.n_waves, 1, 16)
         if self.wavelength_max < self.wavelength_min:
             raise ConfigError(f"{path}.wavelength_max must be >= {path}.wavelength_min")
         if self.length < 2 * self.spacing + self.goal_margin + self.lead_in:
             raise ConfigError(f"{path}.length is too short for its lead_in, goal_margin and spacing")
-        if len(self.preview) != 5 or not all(_is_num(v) and v > 0 for v in self.preview):
-            raise ConfigError(f"{path}.preview must be 5 positive distances, got {self.preview!r}")
+        if not isinstance(self.preview, tuple) or len(self.preview) != 5:
+            raise ConfigError(f"{path}.preview must be 5 distances, got {self.preview!r}")
+        for i, v in enumerate(self.preview):
+            check_range(f"{path}.preview[{i}]", v, 0.0, 1000.0, lo_open=True)
 
 
 GroundConfig = RoughConfig  # the default terrain kind's config (dyn4_gym.ground.terrain)
@@ -53,19 +63,19 @@ GroundConfig = RoughConfig  # the default terrain kind's config (dyn4_gym.ground
 class EnvConfig:
     """Everything a run of ``Dyn4Humvee-v0`` depends on (``env.spec.kwargs`` records it)."""
 
-    vehicle: dict = field(default_factory=dict)  # dyn4_params overrides: spec fields or parameters
+    vehicle: dict = field(default_factory=dict)  # overrides of the Humvee's spec sheet, keys and bounds in envs/vehicle.py
     course: CourseConfig = field(default_factory=CourseConfig)
     ground: object = field(default_factory=RoughConfig)  # a registered terrain kind's config; {"kind": name, ...}
-    target_speed: float = 10.0  # [m/s]
-    start_speed: float | None = None  # [m/s] at reset; None: the target speed
-    control_dt: float = 0.05  # [s] one env step (20 Hz)
-    hdt: float = 0.01  # [s] plant substep
-    episode_steps: int = 800  # truncation (40 s at 20 Hz)
-    roll_limit: float = 0.6  # [rad] |roll| past this terminates (rollover)
-    reward_weights: dict = field(default_factory=dict)  # overrides of the default weights, by term name
-    reward_terms: tuple = ()  # extra RewardTerm objects (users' own terms)
-    dtype: str = "float32"
-    device: str = "cpu"
+    target_speed: float = 10.0  # [m/s] [0.5, 40]
+    start_speed: float | None = None  # [m/s] at reset [0, 40]; None: the target speed
+    control_dt: float = 0.05  # [s] one env step (20 Hz) [0.001, 1], a whole number (<= 1000) of substeps
+    hdt: float = 0.01  # [s] plant substep [1e-4, 0.1]
+    episode_steps: int = 800  # truncation (40 s at 20 Hz) [1, 10^7]
+    roll_limit: float = 0.6  # [rad] |roll| past this terminates (rollover) (0, 1.5]
+    reward_weights: dict = field(default_factory=dict)  # overrides of the default weights, by term name, each [0, 1e4]
+    reward_terms: tuple = ()  # extra RewardTerm objects (users' own terms; not named like a built-in)
+    dtype: str = "float32"  # "float32" or "float64"
+    device: str = "cpu"  # a torch device that exists here ("cpu", "cuda", "cuda:1"...)
     compile: bool = False  # torch.compile the step (numpy faces only): minutes to compile, then faster
 
     @property
@@ -78,25 +88,25 @@ class EnvConfig:
         if kind not in TERRAIN_KINDS or not isinstance(self.ground, TERRAIN_KINDS[kind].config):
             raise ConfigError(f"{path}.ground must be a registered terrain kind's config (known: {sorted(TERRAIN_KINDS)})")
         self.ground.validate(f"{path}.ground")
-        _positive(f"{path}.target_speed", self.target_speed)
+        check_range(f"{path}.target_speed", self.target_speed, 0.5, 40.0)
         if self.start_speed is not None:
-            _nonneg(f"{path}.start_speed", self.start_speed)
-        _positive(f"{path}.control_dt", self.control_dt)
-        _positive(f"{path}.hdt", self.hdt)
-        if self.hdt > 0.1:
-            raise ConfigError(f"{path}.hdt must be at most 0.1 s, got {self.hdt!r}")
-        if abs(self.substeps * self.hdt - self.control_dt) > 1e-9 * self.control_dt or self.substeps < 1:
-            raise ConfigError(f"{path}.control_dt must be a whole number of substeps hdt, got {self.control_dt} / {self.hdt}")
-        _int(f"{path}.episode_steps", self.episode_steps, 1)
-        _positive(f"{path}.roll_limit", self.roll_limit)
-        if not isinstance(self.vehicle, dict):
-            raise ConfigError(f"{path}.vehicle must be a dict of overrides, got {type(self.vehicle).__name__}")
+            check_range(f"{path}.start_speed", self.start_speed, 0.0, 40.0)
+        check_range(f"{path}.control_dt", self.control_dt, 1e-3, 1.0)
+        check_range(f"{path}.hdt", self.hdt, 1e-4, 0.1)
+        if not (1 <= self.substeps <= 1000) or abs(self.substeps * self.hdt - self.control_dt) > 1e-9 * self.control_dt:
+            raise ConfigError(f"{path}.control_dt must be a whole number (1 to 1000) of substeps hdt, "
+                              f"got {self.control_dt} / {self.hdt}")
+        check_int_range(f"{path}.episode_steps", self.episode_steps, 1, 10**7)
+        check_range(f"{path}.roll_limit", self.roll_limit, 0.0, 1.5, lo_open=True)
+        validate_vehicle(self.vehicle, f"{path}.vehicle")
         if not isinstance(self.reward_weights, dict):
             raise ConfigError(f"{path}.reward_weights must be a dict, got {type(self.reward_weights).__name__}")
+        resolve_terms(self.reward_weights, self.reward_terms, path)  # names and bounds
         if self.dtype not in ("float32", "float64"):
             raise ConfigError(f"{path}.dtype must be 'float32' or 'float64', got {self.dtype!r}")
-        if not isinstance(self.device, str):
-            raise ConfigError(f"{path}.device must be a string, got {self.device!r}")
+        _check_device(f"{path}.device", self.device)
+        if not isinstance(self.compile, bool):
+            raise ConfigError(f"{path}.compile must be true or false, got {self.compile!r}")
 
     @classmethod
     def from_dict(cls, values: dict | None = None, path: str = "config") -> "EnvConfig":
@@ -152,11 +162,13 @@ def _merge(obj, values: dict, path: str):
                 raise ConfigError(f"{path}.{key} must be a list of numbers, got {value!r}")
             changes[key] = tuple(value)
         elif key == "reward_terms":
+            if not isinstance(value, (list, tuple)):
+                raise ConfigError(f"{path}.{key} must be a list of RewardTerm objects, got {type(value).__name__}")
             changes[key] = tuple(value)
         elif isinstance(current, dict):
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}.{key} must be a mapping, got {type(value).__name__}")
-            changes[key] = dict(value)
+            changes[key] = {**current, **value}  # merged, like the nested configs
         elif isinstance(current, bool) or isinstance(value, bool):
             if not isinstance(value, bool) or not isinstance(current, bool):
                 raise ConfigError(f"{path}.{key} has the wrong type: {value!r}")
@@ -166,9 +178,12 @@ def _merge(obj, values: dict, path: str):
                 raise ConfigError(f"{path}.{key} must be an integer, got {value!r}")
             changes[key] = value
         elif isinstance(current, float) or (current is None and key == "start_speed"):
-            if value is not None and not _is_num(value):
+            if value is not None and not is_num(value):
                 raise ConfigError(f"{path}.{key} must be a number, got {value!r}")
-            changes[key] = None if value is None else float(value)
+            try:
+                changes[key] = None if value is None else float(value)
+            except OverflowError:
+                raise ConfigError(f"{path}.{key} is too large: {value!r}") from None
         elif isinstance(current, str):
             if not isinstance(value, str):
                 raise ConfigError(f"{path}.{key} must be a string, got {value!r}")
@@ -176,3 +191,22 @@ def _merge(obj, values: dict, path: str):
         else:
             changes[key] = value
     return dataclasses.replace(obj, **changes)
+
+
+def _check_device(path: str, device) -> None:
+    """A device string torch understands and that exists on this machine."""
+    import torch
+
+    if not isinstance(device, str):
+        raise ConfigError(f"{path} must be a string, got {device!r}")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ConfigError(f"{path} is not a torch device, got {device!r}") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"{path} is {device!r} but CUDA is not available here")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError(f"{path} is {device!r} but only {torch.cuda.device_count()} CUDA devices exist")
+    elif dev.type != "cpu":
+        raise ConfigError(f"{path} must be 'cpu' or a CUDA device, got {device!r}")

@@ -22,6 +22,7 @@ from ..ground.terrain import TERRAIN_KINDS, DrawContext
 from ..plant import DYN4, HUMVEE, dyn4_params, dyn4_rest, dyn4_step
 from ..plant.corners import forces_at
 from ..plant.energy import BOOK_LINES
+from .._checks import ConfigError
 from .config import EnvConfig
 from .course import make_courses, preview_points, project, wrap_angle
 from .rewards import StepContext, resolve_terms
@@ -85,13 +86,18 @@ class TaskState:
 class TaskCore:
     """The batched task over a configuration (see :mod:`dyn4_gym.envs.config`)."""
 
-    def __init__(self, cfg: EnvConfig):
-        cfg.validate()
+    def __init__(self, cfg: EnvConfig, path: str = "config"):
+        """Everything here is checked before any state exists: a bad config raises ``ConfigError``
+        (its message starts with ``path``, ``options`` for ``reset(options=...)``)."""
+        cfg.validate(path)
         self.cfg = cfg
         self.dtype = getattr(torch, cfg.dtype)
         self.device = torch.device(cfg.device)
-        self.p = dyn4_params(HUMVEE, dtype=self.dtype, device=self.device, **cfg.vehicle)
-        self.terms, self.weights = resolve_terms(cfg.reward_weights, cfg.reward_terms)
+        try:
+            self.p = dyn4_params(HUMVEE, dtype=self.dtype, device=self.device, **cfg.vehicle)
+        except (ValueError, TypeError) as exc:  # a sheet the bounds allow but the derivation refuses
+            raise ConfigError(f"{path}.vehicle: {exc}") from None
+        self.terms, self.weights = resolve_terms(cfg.reward_weights, cfg.reward_terms, path)
         self.n_sub = cfg.substeps
         self.hdt = cfg.hdt
         self.terrain_kind = TERRAIN_KINDS[cfg.ground.kind]
@@ -185,23 +191,39 @@ class TaskCore:
         return torch.stack((a[:, 0] * p.delta_max, lon), -1)
 
     def step(self, state: TaskState, action: torch.Tensor):
-        cfg, p = self.cfg, self.p
+        cfg = self.cfg
         a = action.to(self.dtype).clamp(-1.0, 1.0)
         u = self.action_to_input(a)
         x, idx, s_prev = state.x, state.idx, state.s
         B = x.shape[0]
         progress = torch.zeros(B, dtype=self.dtype, device=self.device)
+        distance = torch.zeros_like(progress)
         books = {k: torch.zeros_like(progress) for k in BOOK_LINES}
         out = torch.zeros(B, dtype=torch.bool, device=self.device)
-        rolled, nonfinite = out.clone(), out.clone()
+        rolled = out.clone()
+        # a row whose state is already non-finite is stepped from a safe stand-in (zeros for the
+        # bad entries, no gradient) and ends this step flagged, with the termination penalty
+        nonfinite = ~torch.isfinite(x).all(-1)
+        x = torch.where(nonfinite[:, None], torch.nan_to_num(x.detach(), nan=0.0, posinf=0.0, neginf=0.0), x)
+        track = torch.is_grad_enabled() and (x.requires_grad or u.requires_grad)
         for _ in range(self.n_sub):
-            x_new, b = dyn4_step(x, u, p, state.terrain, self.hdt, books=True)
+            x_new, b = self._substep(x, u, nonfinite, state.terrain, track)
             finite = torch.isfinite(x_new).all(-1)
+            if track and bool((~finite & ~nonfinite).any()):
+                # mask before the arithmetic, not after: rerun with the new bad rows' inputs cut
+                # from the graph, so their NaNs cannot reach the finite rows' gradients
+                x_new, b = self._substep(x, u, nonfinite | ~finite, state.terrain, track)
             nonfinite = nonfinite | ~finite
-            x = torch.where(finite[:, None], x_new, x)
+            x_prev, x = x, torch.where(finite[:, None], x_new, x)
             idx, s_new, e, th = project(state.course_xy, state.course_heading, idx, x[:, DYN4.X:DYN4.Y + 1],
                                         cfg.course.spacing)
-            progress = progress + (s_new - s_prev)
+            # progress is the projection's advance, but never more than the distance driven: far
+            # from a curved centre line the foot point moves faster than the car
+            d2 = ((x[:, DYN4.X:DYN4.Y + 1] - x_prev[:, DYN4.X:DYN4.Y + 1]) ** 2).sum(-1)
+            moved = d2 > 0
+            dist = torch.where(moved, torch.sqrt(torch.where(moved, d2, torch.ones_like(d2))), torch.zeros_like(d2))
+            progress = progress + torch.maximum(torch.minimum(s_new - s_prev, dist), -dist)
+            distance = distance + dist
             s_prev = s_new
             out = out | (e.abs() > cfg.course.half_width)
             rolled = rolled | (x[:, DYN4.PHI].abs() > cfg.roll_limit)
@@ -219,14 +241,40 @@ class TaskCore:
                           half_width=cfg.course.half_width, heading_error=heading_error, books=books,
                           weight=self._weight, action=a, prev_action=state.prev_action, roll_rate=x[:, DYN4.PHID],
                           pitch_rate=x[:, DYN4.THETAD], failed=failed, success=success & ~failed)
-        terms = {name: term(ctx) for name, term in self.terms.items()}
+        terms = {name: self._term(name, term, ctx, B) for name, term in self.terms.items()}
         reward = sum(self.weights[name] * v for name, v in terms.items())
+        # rewards are finite by construction: a non-finite state or reward ends the episode with
+        # the termination penalty alone, and info["nonfinite"] says so
+        bad = nonfinite | ~torch.isfinite(reward)
+        terms = {name: torch.where(bad, torch.full_like(v, -1.0 if name == "termination" else 0.0), v)
+                 for name, v in terms.items()}
+        reward = torch.where(bad, torch.full_like(reward, -self.weights["termination"]), reward)
+        nonfinite, terminated, truncated = nonfinite | bad, terminated | bad, truncated & ~bad
+        failed = failed | bad
+        progress = torch.where(bad, torch.zeros_like(progress), progress)
+        books = {k: torch.where(bad, torch.zeros_like(v), v) for k, v in books.items()}
         new = TaskState(x=x, terrain=state.terrain, course_xy=state.course_xy, course_heading=state.course_heading,
                         idx=idx, s=s_prev, t=t, prev_action=a, target_speed=state.target_speed, key=state.key,
                         episode=state.episode)
         info = dict(reward_terms=terms, books=books, success=success & ~failed, out_of_corridor=out,
-                    rollover=rolled, nonfinite=nonfinite, progress=progress, s=s_prev, cross_track=e)
+                    rollover=rolled, nonfinite=nonfinite, progress=progress, distance=distance, s=s_prev,
+                    cross_track=torch.nan_to_num(e, nan=0.0))
         return new, self.observe(new), reward, terminated, truncated, info
+
+    def _substep(self, x, u, cut, terrain, track):
+        """One plant substep; with ``track``, rows in ``cut`` step from inputs cut from the graph."""
+        if track:
+            x = torch.where(cut[:, None], x.detach(), x)
+            u = torch.where(cut[:, None], u.detach(), u)
+        return dyn4_step(x, u, self.p, terrain, self.hdt, books=True)
+
+    @staticmethod
+    def _term(name, term, ctx, B):
+        v = term(ctx)
+        if not isinstance(v, torch.Tensor) or v.shape != (B,):
+            raise ValueError(f"reward term {name!r} must return a tensor of shape ({B},), got "
+                             f"{getattr(v, 'shape', type(v).__name__)}")
+        return v
 
     def step_fn(self):
         """The step the numpy faces use: :meth:`compiled_step` if the config asks for it."""

@@ -13,7 +13,7 @@ import torch
 
 from .config import EnvConfig
 from .core import TaskCore, TaskState
-from .env import seed_to_key
+from .env import check_seed, seed_to_key
 
 __all__ = ["Dyn4DiffEnv", "policy_rollout"]
 
@@ -22,6 +22,8 @@ class Dyn4DiffEnv:
     """``num_envs`` rows with gradients on; torch tensors in and out."""
 
     def __init__(self, num_envs: int = 64, **kwargs):
+        if isinstance(num_envs, bool) or not (isinstance(num_envs, int) and num_envs >= 1):
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.config = EnvConfig.from_dict(kwargs)
         self.core = TaskCore(self.config)
         self.num_envs = num_envs
@@ -32,6 +34,7 @@ class Dyn4DiffEnv:
         return self.core._scales.shape[0]
 
     def reset(self, seed: int | None = None) -> torch.Tensor:
+        seed = check_seed(seed)
         seeds = [None] * self.num_envs if seed is None else [seed + i for i in range(self.num_envs)]
         key = seed_to_key(seeds)
         self.state = self.core.new_state(key, torch.zeros(self.num_envs, dtype=torch.long))
@@ -42,6 +45,9 @@ class Dyn4DiffEnv:
         and ``info["final_obs"]`` holds the observation they finished with."""
         if self.state is None:
             raise RuntimeError("call reset() before step()")
+        if not isinstance(action, torch.Tensor):
+            raise TypeError(f"action must be a torch tensor of shape ({self.num_envs}, 2), got {type(action).__name__} "
+                            "(this face keeps gradients; use gym.make_vec for numpy)")
         if action.shape != (self.num_envs, 2) or not torch.isfinite(action.detach()).all():
             raise ValueError(f"action must be a finite tensor of shape ({self.num_envs}, 2)")
         state, obs, reward, term, trunc, info = self.core.step(self.state, action)
@@ -52,6 +58,16 @@ class Dyn4DiffEnv:
             obs = torch.where(done[:, None], self.core.observe(state), obs)
         self.state = state
         return obs, reward, term, trunc, info
+
+    def __deepcopy__(self, memo):
+        """A copy whose state is cut from the graph: it starts a new window (a graph cannot be copied)."""
+        import copy
+
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            new.__dict__[k] = copy.deepcopy(v.detach() if isinstance(v, TaskState) else v, memo)
+        return new
 
     def detach(self) -> torch.Tensor:
         """Cut the graph here: the next steps' gradients stop at the current state."""

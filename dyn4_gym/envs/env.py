@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import gymnasium as gym
 import torch
 from gymnasium import spaces
 
+from .. import _rng
 from .config import EnvConfig
 from .core import OBS_CLIP, OBS_NAMES, TaskCore
 
-__all__ = ["Dyn4Env", "check_actions", "seed_to_key", "to_numpy_info"]
+__all__ = ["Dyn4Env", "check_actions", "check_seed", "seed_to_key", "to_numpy_info"]
+
+
+def check_seed(seed, name: str = "seed"):
+    """``None`` or an integer in ``[0, 2^64)`` (Python or numpy), as a Python int; else ``ValueError``."""
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (numbers.Integral, np.integer)):
+        raise ValueError(f"{name} must be None or an integer in [0, 2**64), got {seed!r}")
+    seed = int(seed)
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"{name} must be None or an integer in [0, 2**64), got {seed}")
+    return seed
 
 
 def seed_to_key(seeds) -> torch.Tensor:
-    """Row stream keys from integer seeds (any int; numpy's entropy when ``None``)."""
-    seeds = [int(np.random.SeedSequence().entropy % (2**62)) if s is None else int(s) for s in seeds]
-    return torch.tensor([s % (2**63) for s in seeds], dtype=torch.long)
+    """Row stream keys from seeds in ``[0, 2^64)`` (numpy's entropy when ``None``), all 64 bits kept."""
+    seeds = [int(np.random.SeedSequence().entropy % (2**64)) if s is None else check_seed(s) for s in seeds]
+    return torch.tensor([_rng.key_of_seed(s) for s in seeds], dtype=torch.long)
 
 
 def check_actions(action, n: int | None) -> np.ndarray:
@@ -131,18 +146,29 @@ class Dyn4Env(gym.Env):
         self._renderer = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
+        """Start an episode. ``options`` take ``EnvConfig`` keys for this and later episodes.
+
+        Transactional: the seed and the whole new configuration are checked (and the new task
+        core built) before anything changes, so a rejected call (``ValueError`` / ``ConfigError``)
+        leaves the config, the RNG and the state exactly as they were.
+        """
+        seed = check_seed(seed)
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options must be a dict, got {type(options).__name__}")
         if options:
-            self.config = self.config.replace(dict(options), path="options")
-            self.core = TaskCore(self.config)
-            self._step = self.core.step_fn()
-        if seed is not None or self._key is None:
-            self._key = seed_to_key([seed])
-            self._episode = 0
+            config = self.config.replace(dict(options), path="options")
+            core = TaskCore(config, path="options")
+            step = core.step_fn()
         else:
-            self._episode += 1
-        self._state, obs = self.core.reset(self._key, torch.tensor([self._episode]))
-        return self._obs(obs), {"seed_key": int(self._key[0]), "episode": self._episode}
+            config, core, step = self.config, self.core, self._step
+        key = seed_to_key([seed]) if seed is not None or self._key is None else self._key
+        episode = 0 if seed is not None or self._key is None else self._episode + 1
+        state, obs = core.reset(key, torch.tensor([episode]))
+        # nothing above changed the env: commit
+        super().reset(seed=seed)
+        self.config, self.core, self._step = config, core, step
+        self._key, self._episode, self._state = key, episode, state
+        return self._obs(obs), {"seed_key": int(key[0]), "episode": episode}
 
     def step(self, action):
         if self._state is None:

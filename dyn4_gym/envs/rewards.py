@@ -11,15 +11,16 @@ Users add a term with :func:`register_reward_term` (or pass term objects in the 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
-from .config import ConfigError
+from .._checks import ConfigError, check_range
 
-__all__ = ["StepContext", "RewardTerm", "DEFAULT_WEIGHTS", "REWARD_TERMS", "register_reward_term", "resolve_terms"]
+MAX_WEIGHT = 1e4  # a weight's bound: keeps every weighted term of a finite step finite
+
+__all__ = ["MAX_WEIGHT", "StepContext", "RewardTerm", "DEFAULT_WEIGHTS", "REWARD_TERMS", "register_reward_term", "resolve_terms"]
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,8 @@ def resolve_terms(weights: dict, extra: tuple = (), path: str = "config") -> tup
     for t in extra:
         if not isinstance(t, RewardTerm):
             raise ConfigError(f"{path}.reward_terms must hold RewardTerm objects, got {type(t).__name__}")
+        if t.name in terms:
+            raise ConfigError(f"{path}.reward_terms: a term named {t.name!r} exists already; give yours another name")
         terms[t.name] = t
     out = dict(DEFAULT_WEIGHTS)
     for t in extra:
@@ -150,7 +153,6 @@ def resolve_terms(weights: dict, extra: tuple = (), path: str = "config") -> tup
     for name, w in weights.items():
         if name not in terms:
             raise ConfigError(f"{path}.reward_weights.{name} is not a reward term (known: {sorted(terms)})")
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
-            raise ConfigError(f"{path}.reward_weights.{name} must be a finite number >= 0, got {w!r}")
+        check_range(f"{path}.reward_weights.{name}", w, 0.0, MAX_WEIGHT)
         out[name] = float(w)
     return {n: terms[n] for n in out}, out

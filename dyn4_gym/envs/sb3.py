@@ -23,11 +23,12 @@ __all__ = ["Dyn4SB3VecEnv"]
 
 class Dyn4SB3VecEnv(VecEnv):
     def __init__(self, num_envs: int = 16, **kwargs):
+        runner = BatchRunner(EnvConfig.from_dict(kwargs), num_envs)  # checks num_envs and the config first
         obs_space = spaces.Box(-OBS_CLIP, OBS_CLIP, (len(OBS_NAMES),), np.float32)
         act_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.render_mode = None
         super().__init__(num_envs, obs_space, act_space)
-        self.runner = BatchRunner(EnvConfig.from_dict(kwargs), num_envs)
+        self.runner = runner
         self._actions = None
 
     @property

@@ -7,6 +7,8 @@ SB3 adapter (sb3.py): row ``i`` reset with seed ``s`` draws the same episodes as
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import gymnasium as gym
 import torch
@@ -16,7 +18,7 @@ from gymnasium.vector.utils import batch_space
 
 from .config import EnvConfig
 from .core import OBS_CLIP, OBS_NAMES, TaskCore
-from .env import check_actions, seed_to_key, to_numpy_info
+from .env import check_actions, check_seed, seed_to_key, to_numpy_info
 
 __all__ = ["BatchRunner", "Dyn4VectorEnv"]
 
@@ -25,7 +27,7 @@ class BatchRunner:
     """The state of ``n`` rows on one :class:`TaskCore`, with seeding and partial resets."""
 
     def __init__(self, config: EnvConfig, n: int):
-        if not (isinstance(n, int) and n >= 1):
+        if isinstance(n, bool) or not (isinstance(n, int) and n >= 1):
             raise ValueError(f"num_envs must be a positive int, got {n!r}")
         self.n = n
         self.config = config
@@ -34,17 +36,29 @@ class BatchRunner:
         self.state = None
         self.keys = None
 
-    def reconfigure(self, options: dict) -> None:
-        self.config = self.config.replace(options, path="options")
-        self.core = TaskCore(self.config)
-        self._step = self.core.step_fn()
+    def reset(self, seeds=None, mask: np.ndarray | None = None, options: dict | None = None) -> torch.Tensor:
+        """Reset the rows in ``mask`` (all by default); ``seeds`` a list of per-row seeds or None.
 
-    def reset(self, seeds=None, mask: np.ndarray | None = None) -> torch.Tensor:
-        """Reset the rows in ``mask`` (all by default); ``seeds`` a list of per-row seeds or None."""
+        ``options`` (``EnvConfig`` keys) reconfigure every row, so they need every row reset.
+        Transactional: everything is checked and the new state drawn before anything is kept, so a
+        rejected call (``ValueError`` / ``ConfigError``) leaves the runner exactly as it was.
+        """
         n = self.n
         mask_t = torch.ones(n, dtype=torch.bool) if mask is None else torch.as_tensor(mask, dtype=torch.bool)
         if self.state is None and not bool(mask_t.all()):
             raise RuntimeError("the first reset must reset every row")
+        if seeds is not None:
+            if len(seeds) != n:
+                raise ValueError(f"need {n} seeds, got {len(seeds)}")
+            seeds = [check_seed(s, f"seed[{i}]") for i, s in enumerate(seeds)]
+        config, core, step = self.config, self.core, self._step
+        if options:
+            if not bool(mask_t.all()):
+                raise ValueError("options reconfigure every row: give them with a reset of every row "
+                                 "(no reset_mask, or one that is all True)")
+            config = self.config.replace(dict(options), path="options")
+            core = TaskCore(config, path="options")
+            step = core.step_fn()
         if seeds is not None or self.keys is None:
             new_keys = seed_to_key(seeds if seeds is not None else [None] * n)
             keys = new_keys if self.keys is None else torch.where(mask_t, new_keys, self.keys)
@@ -52,12 +66,13 @@ class BatchRunner:
                 mask_t, torch.zeros(n, dtype=torch.long), self.state.episode.cpu())
         else:
             keys, episodes = self.keys, self.state.episode.cpu() + mask_t.long()
-        self.keys = keys
-        if self.state is None:
-            self.state = self.core.new_state(keys, episodes)
+        if self.state is None or core is not self.core:
+            state = core.new_state(keys, episodes)
         else:
-            self.state = self.core.reset_rows(self.state, mask_t.to(self.core.device), keys, episodes)
-        return self.core.observe(self.state)
+            state = core.reset_rows(self.state, mask_t.to(core.device), keys, episodes)
+        self.config, self.core, self._step = config, core, step
+        self.keys, self.state = keys, state
+        return core.observe(state)
 
     def step(self, actions: np.ndarray):
         act = torch.as_tensor(actions, dtype=self.core.dtype, device=self.core.device)
@@ -105,25 +120,29 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
         return self.runner.config
 
     def reset(self, *, seed=None, options: dict | None = None):
+        """Reset every row, or those in ``options["reset_mask"]``. Other options reconfigure every
+        row and so need a reset of every row. A rejected call changes nothing."""
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options must be a dict, got {type(options).__name__}")
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
         if mask is not None:
             mask = np.asarray(mask)
             if mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
                 raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)")
-        if options:
-            self.runner.reconfigure(options)
-        if isinstance(seed, int):
-            seeds = [seed + i for i in range(self.num_envs)]
-        elif seed is None:
+        if seed is None:
             seeds = None
+        elif isinstance(seed, (numbers.Integral, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+            first = check_seed(seed)
+            seeds = [first + i for i in range(self.num_envs)]
+            check_seed(seeds[-1], f"seed + {self.num_envs - 1}")
         else:
             seeds = list(seed)
             if len(seeds) != self.num_envs:
                 raise ValueError(f"seed must be an int or a list of {self.num_envs} seeds")
-        if seed is not None:
+        obs = self.runner.reset(seeds, mask, options)
+        if seeds is not None:
             self._np_random, _ = gym.utils.seeding.np_random(seeds[0])
-        obs = self.runner.reset(seeds, mask)
         reset = np.ones(self.num_envs, dtype=bool) if mask is None else mask
         self._done = self._done & ~reset
         return self._np(obs), {"episode": self.runner.state.episode.cpu().numpy()}

@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .._checks import ConfigError, check_int, check_nonneg, check_positive, is_num
+from .._checks import ConfigError, check_int_range, check_range
 from .samplers import Flat, Grid, Ground, bump_height, patch_cover
 
 __all__ = ["Terrain", "DrawContext", "TerrainKind", "TERRAIN_KINDS", "register_terrain", "RoughConfig", "GridConfig",
@@ -147,7 +147,7 @@ class RoughConfig:
     """The default terrain: hills, friction patches on the course, bumps."""
 
     kind: str = "rough"
-    base_mu: float = 0.8  # friction outside the patches (Humvee tire, dry road)
+    base_mu: float = 0.8  # friction outside the patches (Humvee tire, dry road) [0.05, 3]
     hills_amplitude: float = 0.3  # [m] total amplitude of the rolling hills (0: level)
     hills_wavelength_min: float = 30.0  # [m]
     hills_wavelength_max: float = 90.0  # [m]
@@ -163,13 +163,19 @@ class RoughConfig:
     bump_radius: float = 0.5  # [m]
 
     def validate(self, path: str) -> None:
-        for name in ("base_mu", "hills_wavelength_min", "hills_wavelength_max", "patch_mu_min", "patch_mu_max",
-                     "patch_radius_min", "patch_radius_max", "bump_radius"):
-            check_positive(f"{path}.{name}", getattr(self, name))
-        for name in ("hills_amplitude", "bump_height_min", "bump_height_max"):
-            check_nonneg(f"{path}.{name}", getattr(self, name))
+        check_range(f"{path}.base_mu", self.base_mu, 0.05, 3.0)
+        check_range(f"{path}.hills_amplitude", self.hills_amplitude, 0.0, 20.0)
+        for name in ("hills_wavelength_min", "hills_wavelength_max"):
+            check_range(f"{path}.{name}", getattr(self, name), 1.0, 1e5)
+        for name in ("patch_mu_min", "patch_mu_max"):
+            check_range(f"{path}.{name}", getattr(self, name), 0.05, 3.0)
+        for name in ("patch_radius_min", "patch_radius_max"):
+            check_range(f"{path}.{name}", getattr(self, name), 0.1, 1000.0)
+        for name in ("bump_height_min", "bump_height_max"):
+            check_range(f"{path}.{name}", getattr(self, name), 0.0, 1.0)
+        check_range(f"{path}.bump_radius", self.bump_radius, 0.05, 50.0)
         for name in ("n_hills", "n_patches", "n_bumps"):
-            check_int(f"{path}.{name}", getattr(self, name), 0)
+            check_int_range(f"{path}.{name}", getattr(self, name), 0, 64)
         for lo, hi in (("hills_wavelength_min", "hills_wavelength_max"), ("patch_mu_min", "patch_mu_max"),
                        ("patch_radius_min", "patch_radius_max"), ("bump_height_min", "bump_height_max")):
             if getattr(self, hi) < getattr(self, lo):
@@ -222,11 +228,12 @@ class GridConfig:
     base_mu: float = 0.8
 
     def validate(self, path: str) -> None:
-        check_positive(f"{path}.spacing", self.spacing)
-        check_positive(f"{path}.base_mu", self.base_mu)
-        if not (isinstance(self.origin, (tuple, list)) and len(self.origin) == 2 and all(is_num(v) and math.isfinite(v)
-                                                                                         for v in self.origin)):
-            raise ConfigError(f"{path}.origin must be two finite numbers, got {self.origin!r}")
+        check_range(f"{path}.spacing", self.spacing, 0.01, 1000.0)
+        check_range(f"{path}.base_mu", self.base_mu, 0.05, 3.0)
+        if not (isinstance(self.origin, (tuple, list)) and len(self.origin) == 2):
+            raise ConfigError(f"{path}.origin must be two numbers, got {self.origin!r}")
+        for i, v in enumerate(self.origin):
+            check_range(f"{path}.origin[{i}]", v, -1e7, 1e7)
         for name in ("heights", "mu"):
             a = getattr(self, name)
             if a is None:
@@ -239,8 +246,10 @@ class GridConfig:
                 raise ConfigError(f"{path}.{name} must be a 2-D array of at least 2 x 2 nodes, got shape {arr.shape}")
             if not np.isfinite(arr).all():
                 raise ConfigError(f"{path}.{name} must be finite")
-            if name == "mu" and not (arr > 0).all():
-                raise ConfigError(f"{path}.mu must be positive everywhere")
+            if name == "heights" and not (np.abs(arr) <= 1e4).all():
+                raise ConfigError(f"{path}.heights must lie within +-1e4 m")
+            if name == "mu" and not ((arr >= 0.05) & (arr <= 3.0)).all():
+                raise ConfigError(f"{path}.mu must lie in [0.05, 3] everywhere")
         if self.heights is None and self.mu is None:
             raise ConfigError(f"{path} needs heights, mu, or both")
 

@@ -1,0 +1,91 @@
+"""The ``vehicle={...}`` overrides an env accepts: each key typed and bounded, checked in one place.
+
+Keys are :class:`dyn4_gym.plant.VehicleSpec` fields (applied to the Humvee's sheet before the
+parameters are derived) and the plant's two switches, ``grade_force`` and ``damper``. The bounds
+are physical: wide enough for any road vehicle from a go-kart to a heavy truck, narrow enough that
+every value gives a finite plant (a negative mass, a zero gravity or a friction of 1e39 is
+refused, with the dotted path of the key).
+"""
+
+from __future__ import annotations
+
+from .._checks import ConfigError, check_range, is_num
+from ..plant import HUMVEE
+
+__all__ = ["VEHICLE_KEYS", "validate_vehicle"]
+
+# key: (kind, low, high) for numbers [SI units]; (kind, choices) for strings; ("bool",) for flags
+VEHICLE_KEYS = {
+    "mass": ("num", 50.0, 1e5),  # [kg]
+    "wheelbase": ("num", 0.5, 20.0),  # [m]
+    "cg_to_front": ("num", 0.05, 19.95),  # [m], also < wheelbase
+    "cg_height": ("num", 0.05, 5.0),  # [m]
+    "track_front": ("num", 0.0, 5.0),  # [m]
+    "track_rear": ("num", 0.0, 5.0),  # [m]
+    "box_length": ("num", 0.1, 30.0),  # [m]
+    "box_width": ("num", 0.1, 10.0),  # [m]
+    "box_height": ("num", 0.1, 10.0),  # [m]
+    "inertia_roll": ("num_or_none", 1.0, 1e7),  # [kg m^2]
+    "inertia_pitch": ("num_or_none", 1.0, 1e7),
+    "inertia_yaw": ("num_or_none", 1.0, 1e7),
+    "tire_mu": ("num", 0.05, 3.0),  # [-]
+    "tire_cornering_stiffness": ("num", 0.5, 50.0),  # [1/rad]
+    "tire_peak_slip": ("num", 0.02, 1.0),  # [rad]
+    "tire_load_sensitivity": ("num", 0.0, 0.5),  # [-]
+    "tire_radius": ("num", 0.1, 2.0),  # [m]
+    "max_steer": ("num", 0.01, 1.2),  # [rad]
+    "max_drive_accel": ("num", 0.0, 20.0),  # [m/s^2]
+    "max_brake_accel": ("num", 0.1, 30.0),  # [m/s^2]
+    "max_power": ("num", 1e3, 1e7),  # [W]
+    "drivetrain": ("str", ("4wd", "fwd", "rwd")),
+    "direct_drive": ("bool",),
+    "steer_lag": ("num", 0.0, 5.0),  # [s]
+    "drive_lag": ("lag", 0.0, 5.0),  # [s], or -1: by drivetrain
+    "front_stiffness": ("num", 0.1, 10.0),  # [-]
+    "ride_freq_front": ("num", 0.3, 30.0),  # [Hz]
+    "ride_freq_rear": ("num", 0.3, 30.0),  # [Hz]
+    "damping_ratio_front": ("num", 0.0, 5.0),  # [-]
+    "damping_ratio_rear": ("num", 0.0, 5.0),  # [-]
+    "drag_area": ("num", 0.0, 50.0),  # [m^2]
+    "air_density": ("num", 0.0, 5.0),  # [kg/m^3]
+    "rolling_resistance": ("num", 0.0, 0.5),  # [-]
+    "lateral_blend_speed": ("num", 0.01, 5.0),  # [m/s]
+    "rolling_blend_speed": ("num", 0.01, 5.0),  # [m/s]
+    "gravity": ("num", 1.0, 30.0),  # [m/s^2]
+    "grade_force": ("bool",),
+    "damper": ("str", ("passive", "skyhook")),
+}
+
+
+def validate_vehicle(vehicle, path: str) -> dict:
+    """Check every key of a ``vehicle`` override dict; returns it with numbers as floats."""
+    if not isinstance(vehicle, dict):
+        raise ConfigError(f"{path} must be a dict of overrides, got {type(vehicle).__name__}")
+    out = {}
+    for key, value in vehicle.items():
+        p = f"{path}.{key}"
+        if key not in VEHICLE_KEYS:
+            raise ConfigError(f"{p} is not a vehicle key (known: {sorted(VEHICLE_KEYS)})")
+        kind, *rule = VEHICLE_KEYS[key]
+        if kind == "bool":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{p} must be true or false, got {value!r}")
+        elif kind == "str":
+            if value not in rule[0] or not isinstance(value, str):
+                raise ConfigError(f"{p} must be one of {rule[0]}, got {value!r}")
+        elif kind == "num_or_none" and value is None:
+            pass
+        elif kind == "lag" and is_num(value) and value == -1:
+            value = -1.0
+        else:
+            check_range(p, value, rule[0], rule[1])
+            value = float(value)
+        out[key] = value
+    wb = out.get("wheelbase", HUMVEE.wheelbase)
+    if "cg_to_front" in out or "wheelbase" in out:
+        lf = out.get("cg_to_front", HUMVEE.cg_to_front)
+        if not 0 < lf < wb:
+            raise ConfigError(f"{path}.cg_to_front must lie strictly between 0 and the wheelbase ({wb}), got {lf!r}")
+    return out
+
+
