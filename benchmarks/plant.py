@@ -1,6 +1,7 @@
 """Plant throughput: substeps per second for bike_step and dyn4_step (books off and on),
 forward and forward+backward, float32, eager and torch.compile, at several batch sizes, on CPU
-(and CUDA when present). Prints a table, then the cost of books=True against books=False.
+(and CUDA when present), and the Numba CPU engine's substep (float64, forward only). Prints a
+table, then the cost of books=True against books=False.
 
     python benchmarks/plant.py [--batches 1 64 1024 4096 16384] [--no-compile]
 """
@@ -89,6 +90,22 @@ def run(batches, devices, use_compile):
     return rows
 
 
+def run_numba(batches):
+    """The CPU engine's substep (float64, books off and on) on the same inputs, same table."""
+    from dyn4_gym.engine import numba_plant as nb
+
+    p = dyn4_params(HUMVEE, dtype=torch.float64)
+    packed = nb.pack_params(p)
+    for books in (False, True):
+        for B in batches:
+            x, u = _inputs("dyn4", p, B, "cpu")
+            xn, un = x.double().numpy(), u.double().numpy()
+            terrain = nb.pack_terrain(Flat(), B)
+            t = _time(lambda: nb.dyn4_step_np(xn, un, packed, terrain, books=books), lambda: None)
+            name = "dyn4+books" if books else "dyn4"
+            print(f"cpu   {name:10s} {'numba':8s} {B:6d} {B / t:14,.0f} {'-':>14s} {'-':>6s}", flush=True)
+
+
 def main():
     # one compiled function per (plant, batch, grad mode) shares the step's code object
     torch._dynamo.config.recompile_limit = 256
@@ -101,6 +118,7 @@ def main():
     print("ratio = (forward + backward) time / forward time")
     print(f"{'dev':5s} {'plant':10s} {'mode':8s} {'batch':>6s} {'forward':>14s} {'fwd+bwd':>14s} {'ratio':>6s}")
     run(args.batches, devices, not args.no_compile)
+    run_numba(args.batches)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,429 @@
+"""The four-wheel plant's substep in Numba: the forward engine for CPU (docs/plant.md, "The step").
+
+The same equations as :func:`dyn4_gym.plant.dyn4_step` (the torch reference), stage by stage and
+in the same order, compiled with ``@njit(cache=True)`` and parallel over rows (``prange``), in
+float64 with no allocation per wheel. :func:`dyn4_step_np` steps a batch of states on the batched
+terrain of the ``"rough"`` kind (hills, friction discs, bumps; ``Flat`` is the kind with no hills,
+patches or bumps) and returns the next states and every books line. tests/test_engine.py holds
+the two engines together (1e-12 relative, float64) and to the golden file.
+
+Nothing compiles at import; the first call compiles (cached on disk by Numba for the next
+process).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+try:  # Numba is a dependency; without it this module still imports and says why it cannot run
+    from numba import njit, prange
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    HAVE_NUMBA = False
+
+    def njit(*a, **k):
+        def wrap(f):
+            return f
+        return wrap if not (a and callable(a[0])) else a[0]
+
+    prange = range
+
+from ..plant.corners import FLOOR_SHARE, SLOPE_STEP
+from ..plant.planar import N_SECANT
+from ..plant.tire import A_BLEND
+
+__all__ = ["HAVE_NUMBA", "PARAM_NAMES", "pack_params", "pack_terrain", "dyn4_step_np", "BOOK_ORDER"]
+
+# scalar parameters in the packed vector, then the nine per-wheel ones (4 each)
+PARAM_NAMES = ("m", "Iz", "h", "g", "eps_load", "delta_max", "a_drive", "a_brake", "power", "tau_steer",
+               "tau_drive", "c_drag", "f_roll", "v_lat", "v_roll", "Ix", "Iy", "L")
+WHEEL_NAMES = ("x_w", "y_w", "Fz0", "B", "C", "E", "drive_share", "k", "damp")
+_NS = len(PARAM_NAMES)
+BOOK_ORDER = ("dH", "supplied", "dissipated", "tire", "damper", "drag", "lever", "grade", "ground", "limiter",
+              "residual")
+DEFAULT_MU = 0.8
+
+
+def pack_params(p) -> tuple:
+    """``(vector (18 + 36,), grade_force, passive)`` of a :class:`Dyn4Params` with scalar fields."""
+    vals = []
+    for n in PARAM_NAMES:
+        v = np.asarray((p.lf + p.lr) if n == "L" else getattr(p, n), dtype=np.float64)
+        if v.ndim != 0:
+            raise ValueError(f"the numba engine needs scalar parameters; {n} has shape {v.shape}")
+        vals.append(float(v))
+    for n in WHEEL_NAMES:
+        v = np.asarray(getattr(p, n).detach().cpu(), dtype=np.float64)
+        if v.shape != (4,):
+            raise ValueError(f"the numba engine needs per-wheel parameters of shape (4,); {n} has {v.shape}")
+        vals.extend(v.tolist())
+    return np.asarray(vals, dtype=np.float64), bool(p.grade_force), p.damper == "passive"
+
+
+def pack_terrain(t, batch: int) -> tuple:
+    """The rough kind's :class:`Terrain` (or a ``Flat``) as float64 arrays for the kernel."""
+    from ..ground import Flat
+
+    if isinstance(t, Flat):
+        if t.height0 != 0.0:
+            raise ValueError("the numba engine's Flat ground sits at height 0")
+        z = np.zeros((batch, 0))
+        return (z, z, z, z, np.full(batch, t.mu), z, z, z, z, z, z, z, z, 0.5)
+    names = ("wave_kx", "wave_ky", "wave_amp", "wave_phase", "base_mu", "patch_x", "patch_y", "patch_r", "patch_mu",
+             "bump_x", "bump_y", "bump_h", "bump_r")
+    arrs = tuple(np.ascontiguousarray(getattr(t, n).detach().cpu().numpy(), dtype=np.float64) for n in names)
+    return arrs + (float(t.patch_edge),)
+
+
+@njit(cache=True, inline="always")
+def _atanc(x):
+    if abs(x) < 1e-4:
+        x2 = x * x
+        return 1.0 - x2 / 3.0 + x2 * x2 / 5.0
+    return math.atan(x) / x
+
+
+@njit(cache=True, inline="always")
+def _sinc(x):
+    y = x / math.pi  # torch.sinc(x / pi), as the torch plant computes it
+    if y == 0.0:
+        return 1.0
+    t = math.pi * y
+    return math.sin(t) / t
+
+
+@njit(cache=True, inline="always")
+def _softplus_floor(x, scale):
+    z = x / scale
+    sp = z if z > 20.0 else math.log1p(math.exp(z))
+    return scale * max(sp, 1e-6)
+
+
+@njit(cache=True, inline="always")
+def _softcap(x, limit):
+    width = 0.1
+    s = x / limit
+    a = abs(s)
+    if a <= 1.0 - width:
+        return x
+    f = 1.0 if a >= 1.0 + width else 1.0 - (1.0 + width - a) ** 2 / (4.0 * width)
+    sg = 1.0 if x > 0 else (-1.0 if x < 0 else 0.0)
+    return sg * limit * f
+
+
+@njit(cache=True, inline="always")
+def _ellipse(r2):
+    eps = 0.02
+    rem = max(1.0 - r2, 0.0)
+    e2 = eps * eps
+    return (math.sqrt(rem + e2) - eps) / ((1.0 + e2) ** 0.5 - eps)
+
+
+@njit(cache=True, inline="always")
+def _secant(w, u, D, B, C, E, v_lat):
+    ubar = math.sqrt(u * u + v_lat * v_lat)
+    ratio = w / ubar
+    alpha = math.atan(ratio)
+    ba = B * alpha
+    psi = ba - E * (ba - math.atan(ba))
+    phi = math.atan(psi)
+    psi_over_alpha = B * (1.0 - E) + E * B * _atanc(ba)
+    alpha_over_w = _atanc(ratio) / ubar
+    return D * _sinc(C * phi) * C * _atanc(psi) * psi_over_alpha * alpha_over_w
+
+
+@njit(cache=True)
+def _ground(b, X, Y, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge):
+    """``(mu, h)`` of row ``b``'s rough terrain at world point ``(X, Y)``."""
+    h = 0.0
+    for k in range(kx.shape[1]):
+        h += amp[b, k] * math.sin(X * kx[b, k] + Y * ky[b, k] + ph[b, k])
+    hb = 0.0
+    for q in range(bx.shape[1]):
+        d2 = ((X - bx[b, q]) ** 2 + (Y - by[b, q]) ** 2) / br[b, q] ** 2
+        hb += bh[b, q] * (1.0 - min(d2, 1.0)) ** 2
+    mu = base_mu[b]
+    for j in range(px.shape[1]):
+        r = pr[b, j]
+        d2 = (X - px[b, j]) ** 2 + (Y - py[b, j]) ** 2
+        cover = 0.5 * (1.0 - math.tanh((d2 - r * r) / (2.0 * r * edge)))
+        mu = mu + cover * (pmu[b, j] - mu)
+    return DEFAULT_MU + 1.0 * (mu - DEFAULT_MU), h + hb
+
+
+@njit(cache=True)
+def _energy(x, P, hg):
+    m, Iz, g, Ix, Iy = P[0], P[1], P[3], P[15], P[16]
+    xw, yw, Fz0, kk = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 8:_NS + 12], P[_NS + 28:_NS + 32]
+    vx, vy, r, zd, pd, td = x[3], x[4], x[5], x[9], x[10], x[11]
+    kin = 0.5 * (m * (vx * vx + vy * vy + zd * zd) + Iz * r * r + Ix * pd * pd + Iy * td * td)
+    pot = 0.0
+    for i in range(4):
+        sp = Fz0[i] + kk[i] * (hg[i] - (x[6] + yw[i] * x[7] - xw[i] * x[8]))
+        pot += 0.5 * sp * sp / kk[i]
+    return kin + pot + m * g * x[6]
+
+
+def _step_rows_py(X0, U, P, grade, passive, hdt, want_books, kx, ky, amp, ph, base_mu, px, py, pr, pmu,
+               bx, by, bh, br, edge, X1, BK):
+    m, Iz, h, g, eps_load = P[0], P[1], P[2], P[3], P[4]
+    delta_max, a_drive, a_brake, power = P[5], P[6], P[7], P[8]
+    tau_s, tau_d, c_drag, f_roll, v_lat, v_roll, Ix, Iy, L = (P[9], P[10], P[11], P[12], P[13], P[14], P[15],
+                                                              P[16], P[17])
+    xw, yw, Fz0 = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 8:_NS + 12]
+    Bt, Ct, Et = P[_NS + 12:_NS + 16], P[_NS + 16:_NS + 20], P[_NS + 20:_NS + 24]
+    share_d, kk, cc = P[_NS + 24:_NS + 28], P[_NS + 28:_NS + 32], P[_NS + 32:_NS + 36]
+    n = X0.shape[0]
+    for b in prange(n):
+        x = X0[b]
+        # 1. lags
+        d_cmd = min(max(U[b, 0], -delta_max), delta_max)
+        a_cmd = min(max(U[b, 1], -a_brake), a_drive)
+        dec_s = math.exp(-hdt / tau_s) if tau_s > 0 else 0.0
+        dec_d = math.exp(-hdt / tau_d) if tau_d > 0 else 0.0
+        delta = d_cmd + (x[12] - d_cmd) * dec_s
+        a = a_cmd + (x[13] - a_cmd) * dec_d
+        Xp, Yp, psi, vx, vy, r = x[0], x[1], x[2], x[3], x[4], x[5]
+        c_psi, s_psi = math.cos(psi), math.sin(psi)
+        # 2. ground under the wheels (and its slopes)
+        mu_g = np.empty(4)
+        hg = np.empty(4)
+        sbx = np.zeros(4)
+        sby = np.zeros(4)
+        e = SLOPE_STEP * L
+        slopes = passive or grade
+        for i in range(4):
+            wx = Xp + c_psi * xw[i] - s_psi * yw[i]
+            wy = Yp + s_psi * xw[i] + c_psi * yw[i]
+            mu_g[i], hg[i] = _ground(b, wx, wy, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
+            if slopes:
+                _, h1 = _ground(b, wx + e, wy, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
+                _, h2 = _ground(b, wx - e, wy, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
+                _, h3 = _ground(b, wx, wy + e, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
+                _, h4 = _ground(b, wx, wy - e, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
+                hx = (h1 - h2) / (2 * e)
+                hy = (h3 - h4) / (2 * e)
+                sbx[i] = c_psi * hx + s_psi * hy
+                sby[i] = -s_psi * hx + c_psi * hy
+        # 3. loads, friction, longitudinal forces
+        rate = np.empty(4)
+        hdot = np.zeros(4)
+        spring = np.empty(4)
+        Fz = np.empty(4)
+        for i in range(4):
+            rate[i] = x[9] + yw[i] * x[10] - xw[i] * x[11]
+            if passive:
+                hdot[i] = sbx[i] * (vx - r * yw[i]) + sby[i] * (vy + r * xw[i])
+            spring[i] = Fz0[i] + kk[i] * (hg[i] - (x[6] + yw[i] * x[7] - xw[i] * x[8]))
+            Fz[i] = _softplus_floor(spring[i] - cc[i] * (rate[i] - hdot[i]), FLOOR_SHARE * Fz0[i])
+        fz_sum = Fz[0] + Fz[1] + Fz[2] + Fz[3]
+        if a >= 0:
+            total = m * a / (1.0 + (m * a * vx / power) ** 4) ** 0.25
+        else:
+            sgn = 1.0 if vx > 0 else (-1.0 if vx < 0 else 0.0)
+            total = m * a * sgn
+        s = min(max((a + A_BLEND) / (2 * A_BLEND), 0.0), 1.0)
+        s = s * s * (3.0 - 2.0 * s)
+        Fx = np.empty(4)
+        Dp = np.empty(4)
+        for i in range(4):
+            factor = 1.0 - eps_load * (Fz[i] - Fz0[i]) / Fz0[i]
+            mu_i = mu_g[i] * (0.2 + _softplus_floor(factor - 0.2, 0.02))
+            sl = Fz[i] / fz_sum
+            share = sl + s * (share_d[i] - sl)
+            limit = mu_i * Fz[i]
+            Fx[i] = _softcap(total * share, limit)
+            Dp[i] = limit * _ellipse((Fx[i] / limit) ** 2)
+        # Ackermann and the wheel frames
+        cd = np.empty(4)
+        sd = np.empty(4)
+        g0 = np.empty(4)
+        g1 = np.empty(4)
+        g2 = np.empty(4)
+        n0 = np.empty(4)
+        n1 = np.empty(4)
+        n2 = np.empty(4)
+        for i in range(4):
+            dw = math.atan2(L * math.sin(delta), L * math.cos(delta) - yw[i] * math.sin(delta)) if i < 2 else 0.0
+            cd[i], sd[i] = math.cos(dw), math.sin(dw)
+            g0[i], g1[i], g2[i] = cd[i], sd[i], xw[i] * sd[i] - yw[i] * cd[i]
+            n0[i], n1[i], n2[i] = -sd[i], cd[i], xw[i] * cd[i] + yw[i] * sd[i]
+        # grade force (opt-in)
+        ext0 = ext1 = ext2 = 0.0
+        if grade:
+            for i in range(4):
+                normal = spring[i] - 0.5 * hdt * kk[i] * rate[i]
+                if passive:
+                    normal = normal - cc[i] * (rate[i] - hdot[i])
+                fxi, fyi = -normal * sbx[i], -normal * sby[i]
+                ext0 += fxi
+                ext1 += fyi
+                ext2 += xw[i] * fyi - yw[i] * fxi
+        # 4. vx explicit, with the speed clamp
+        S = np.empty(4)
+        Fy0 = np.empty(4)
+        fx_body = 0.0
+        for i in range(4):
+            w = n0[i] * vx + n1[i] * vy + n2[i] * r
+            uu = g0[i] * vx + g1[i] * vy + g2[i] * r
+            S[i] = _secant(w, uu, Dp[i], Bt[i], Ct[i], Et[i], v_lat)
+            Fy0[i] = -S[i] * w
+            fx_body += Fx[i] * g0[i] + Fy0[i] * n0[i]
+        drag = c_drag * vx * abs(vx) + f_roll * math.tanh(vx / v_roll)
+        vx_free = vx + hdt * ((fx_body - drag + ext0) / m + r * vy)
+        vx1 = 0.0 if (a < 0 and vx * vx_free <= 0) else vx_free
+        # 5. (vy, r) implicit with the secants
+        fx_gy = ext1
+        fx_gr = ext2
+        for i in range(4):
+            fx_gy += Fx[i] * g1[i]
+            fx_gr += Fx[i] * g2[i]
+        vy1 = vy
+        r1 = r
+        for it in range(N_SECANT + 1):
+            if it > 0:
+                for i in range(4):
+                    w = n0[i] * vx1 + n1[i] * vy1 + n2[i] * r1
+                    uu = g0[i] * vx1 + g1[i] * vy1 + g2[i] * r1
+                    S[i] = _secant(w, uu, Dp[i], Bt[i], Ct[i], Et[i], v_lat)
+            Pp = Qq = Cc = S10 = S20 = 0.0
+            for i in range(4):
+                Pp += S[i] * n1[i] * n1[i]
+                Qq += S[i] * n2[i] * n2[i]
+                Cc += S[i] * n1[i] * n2[i]
+                S10 += S[i] * n1[i] * n0[i]
+                S20 += S[i] * n2[i] * n0[i]
+            a00 = m + hdt * Pp
+            a01 = hdt * (m * vx1 + Cc)
+            a10 = hdt * Cc
+            a11 = Iz + hdt * Qq
+            b0 = m * vy + hdt * (fx_gy - vx1 * S10)
+            b1 = Iz * r + hdt * (fx_gr - vx1 * S20)
+            det = a00 * a11 - a01 * a10
+            vy1 = (a11 * b0 - a01 * b1) / det
+            r1 = (a00 * b1 - a10 * b0) / det
+        Fy = np.empty(4)
+        fx_b = fy_b = 0.0
+        for i in range(4):
+            Fy[i] = -S[i] * (n0[i] * vx1 + n1[i] * vy1 + n2[i] * r1)
+            fx_b += Fx[i] * cd[i] - Fy[i] * sd[i]
+            fy_b += Fx[i] * sd[i] + Fy[i] * cd[i]
+        # 6. vertical: midpoint springs, backward-Euler dampers
+        K0 = K1 = K2 = K3 = K4 = K5 = 0.0
+        D0 = D1 = D2 = D3 = D4 = D5 = 0.0
+        fz = fphi = fth = 0.0
+        for i in range(4):
+            K0 += kk[i]
+            K1 += kk[i] * yw[i]
+            K2 -= kk[i] * xw[i]
+            K3 += kk[i] * yw[i] * yw[i]
+            K4 -= kk[i] * xw[i] * yw[i]
+            K5 += kk[i] * xw[i] * xw[i]
+            D0 += cc[i]
+            D1 += cc[i] * yw[i]
+            D2 -= cc[i] * xw[i]
+            D3 += cc[i] * yw[i] * yw[i]
+            D4 -= cc[i] * xw[i] * yw[i]
+            D5 += cc[i] * xw[i] * xw[i]
+            sp = spring[i] - 0.25 * hdt * kk[i] * rate[i] + cc[i] * hdot[i]
+            fz += sp
+            fphi += sp * yw[i]
+            fth -= sp * xw[i]
+        h2 = 0.25 * hdt * hdt
+        A00 = hdt * D0 + h2 * K0 + m
+        A01 = hdt * D1 + h2 * K1
+        A02 = hdt * D2 + h2 * K2
+        A11 = hdt * D3 + h2 * K3 + Ix
+        A12 = hdt * D4 + h2 * K4
+        A22 = hdt * D5 + h2 * K5 + Iy
+        bb0 = m * x[9] + hdt * (fz - m * g)
+        bb1 = Ix * x[10] + hdt * (fphi + h * fy_b)
+        bb2 = Iy * x[11] + hdt * (fth - h * fx_b)
+        c00 = A11 * A22 - A12 * A12
+        c01 = A02 * A12 - A01 * A22
+        c02 = A01 * A12 - A02 * A11
+        c11 = A00 * A22 - A02 * A02
+        c12 = A01 * A02 - A00 * A12
+        c22 = A00 * A11 - A01 * A01
+        dt3 = A00 * c00 + A01 * c01 + A02 * c02
+        qd0 = (c00 * bb0 + c01 * bb1 + c02 * bb2) / dt3
+        qd1 = (c01 * bb0 + c11 * bb1 + c12 * bb2) / dt3
+        qd2 = (c02 * bb0 + c12 * bb1 + c22 * bb2) / dt3
+        y = X1[b]
+        y[6] = x[6] + 0.5 * hdt * (x[9] + qd0)
+        y[7] = x[7] + 0.5 * hdt * (x[10] + qd1)
+        y[8] = x[8] + 0.5 * hdt * (x[11] + qd2)
+        y[9], y[10], y[11] = qd0, qd1, qd2
+        # 7. pose
+        psi_m = psi + 0.5 * hdt * r1
+        cm, sm = math.cos(psi_m), math.sin(psi_m)
+        y[0] = Xp + hdt * (vx1 * cm - vy1 * sm)
+        y[1] = Yp + hdt * (vx1 * sm + vy1 * cm)
+        y[2] = psi + hdt * r1
+        y[3], y[4], y[5] = vx1, vy1, r1
+        y[12], y[13] = delta, a
+        if not want_books:
+            continue
+        # books (docs/plant.md, "The books")
+        vxm, vym, rm = 0.5 * (vx + vx1), 0.5 * (vy + vy1), 0.5 * (r + r1)
+        pdm, tdm = 0.5 * (x[10] + qd1), 0.5 * (x[11] + qd2)
+        supplied = tire = lever = damper = through = 0.0
+        for i in range(4):
+            yi = g0[i] * vxm + g1[i] * vym + g2[i] * rm + h * (sd[i] * pdm - cd[i] * tdm)
+            supplied += Fx[i] * yi
+            tire += Fy0[i] * n0[i] * vxm + Fy[i] * (n1[i] * vym + n2[i] * rm)
+            lever += Fy[i] * h * (cd[i] * pdm + sd[i] * tdm)
+            rel1 = qd0 + yw[i] * qd1 - xw[i] * qd2 - hdot[i]
+            relm = (0.5 * (x[9] + qd0) + yw[i] * pdm - xw[i] * tdm) - hdot[i]
+            damper += cc[i] * rel1 * relm
+            through += cc[i] * rel1 * hdot[i]
+        supplied *= hdt
+        tire *= -hdt
+        lever *= hdt
+        damper *= hdt
+        through *= -hdt
+        dragw = hdt * drag * vxm
+        gradew = hdt * (ext0 * vxm + ext1 * vym + ext2 * rm) if grade else 0.0
+        limiter = m * (vx1 - vx_free) * vxm
+        H0 = _energy(x, P, hg)
+        H1_old = _energy(y, P, hg)
+        hg1 = np.empty(4)
+        c1, s1 = math.cos(y[2]), math.sin(y[2])
+        for i in range(4):
+            wx = y[0] + c1 * xw[i] - s1 * yw[i]
+            wy = y[1] + s1 * xw[i] + c1 * yw[i]
+            _, hg1[i] = _ground(b, wx, wy, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
+        H1 = _energy(y, P, hg1)
+        ground = H1 - H1_old + through
+        dH = H1 - H0
+        dissipated = tire + damper + dragw
+        residual = dH - (supplied - dissipated + lever + gradew + ground + limiter)
+        bk = BK[b]
+        bk[0], bk[1], bk[2], bk[3], bk[4], bk[5] = dH, supplied, dissipated, tire, damper, dragw
+        bk[6], bk[7], bk[8], bk[9], bk[10] = lever, gradew, ground, limiter, residual
+
+
+# one serial and one row-parallel build of the same function: a thread pool's start costs more
+# than a small batch's whole step
+_step_rows_serial = njit(cache=True)(_step_rows_py)
+_step_rows_parallel = njit(cache=True, parallel=True)(_step_rows_py)
+PARALLEL_FROM = 256  # rows
+
+
+def dyn4_step_np(x, u, packed, terrain, hdt: float = 0.01, books: bool = False):
+    """One substep on the CPU engine: ``x (B, 14)``, ``u (B, 2)`` float64 arrays, ``packed`` from
+    :func:`pack_params`, ``terrain`` from :func:`pack_terrain`. Returns ``x+ (B, 14)`` and, with
+    ``books``, ``(B, 11)`` lines in ``BOOK_ORDER``."""
+    if not HAVE_NUMBA:
+        raise RuntimeError("the numba engine needs numba (pip install numba)")
+    P, grade, passive = packed
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    out = np.empty_like(x)
+    bk = np.zeros((x.shape[0], len(BOOK_ORDER)))
+    kernel = _step_rows_parallel if x.shape[0] >= PARALLEL_FROM else _step_rows_serial
+    kernel(x, u, P, grade, passive, float(hdt), books, *terrain, out, bk)
+    return (out, bk) if books else out
