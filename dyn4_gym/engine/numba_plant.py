@@ -154,6 +154,20 @@ def _ground(b, X, Y, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, 
     return DEFAULT_MU + 1.0 * (mu - DEFAULT_MU), h + hb
 
 
+@njit(cache=True, inline="always")
+def _corner_sum(w, xw, yw):
+    """``(zz, zp, zt, pp, pt, tt)`` of ``sum_i w_i a_i a_i^T``, ``a_i = (1, y_i, -x_i)`` (corners.corner_sum)."""
+    s0 = s1 = s2 = s3 = s4 = s5 = 0.0
+    for i in range(4):
+        s0 += w[i]
+        s1 += w[i] * yw[i]
+        s2 -= w[i] * xw[i]
+        s3 += w[i] * yw[i] * yw[i]
+        s4 -= w[i] * xw[i] * yw[i]
+        s5 += w[i] * xw[i] * xw[i]
+    return s0, s1, s2, s3, s4, s5
+
+
 @njit(cache=True)
 def _energy(x, P, hg):
     m, Iz, g, Ix, Iy = P[0], P[1], P[3], P[15], P[16]
@@ -312,22 +326,10 @@ def _step_rows_py(X0, U, P, grade, passive, hdt, want_books, kx, ky, amp, ph, ba
             fx_b += Fx[i] * cd[i] - Fy[i] * sd[i]
             fy_b += Fx[i] * sd[i] + Fy[i] * cd[i]
         # 6. vertical: midpoint springs, backward-Euler dampers
-        K0 = K1 = K2 = K3 = K4 = K5 = 0.0
-        D0 = D1 = D2 = D3 = D4 = D5 = 0.0
+        K0, K1, K2, K3, K4, K5 = _corner_sum(kk, xw, yw)
+        D0, D1, D2, D3, D4, D5 = _corner_sum(cc, xw, yw)
         fz = fphi = fth = 0.0
         for i in range(4):
-            K0 += kk[i]
-            K1 += kk[i] * yw[i]
-            K2 -= kk[i] * xw[i]
-            K3 += kk[i] * yw[i] * yw[i]
-            K4 -= kk[i] * xw[i] * yw[i]
-            K5 += kk[i] * xw[i] * xw[i]
-            D0 += cc[i]
-            D1 += cc[i] * yw[i]
-            D2 -= cc[i] * xw[i]
-            D3 += cc[i] * yw[i] * yw[i]
-            D4 -= cc[i] * xw[i] * yw[i]
-            D5 += cc[i] * xw[i] * xw[i]
             sp = spring[i] - 0.25 * hdt * kk[i] * rate[i] + cc[i] * hdot[i]
             fz += sp
             fphi += sp * yw[i]
