@@ -13,9 +13,7 @@ from dyn4_gym.ground import Flat
 from dyn4_gym.plant import HUMVEE, dyn4_energy, dyn4_params, dyn4_step
 from dyn4_gym.plant import dyn4_state as state
 
-numba_plant = pytest.importorskip("dyn4_gym.engine.numba_plant")
-if not numba_plant.HAVE_NUMBA:  # pragma: no cover
-    pytest.skip("numba is not installed", allow_module_level=True)
+from dyn4_gym.engine import numba_plant
 
 D = torch.float64
 GOLDEN = Path(__file__).parent / "data" / "dyn4_golden.json"

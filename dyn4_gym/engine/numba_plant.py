@@ -13,29 +13,18 @@ process).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
-try:  # Numba is a dependency; without it this module still imports and says why it cannot run
-    from numba import njit, prange
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    HAVE_NUMBA = False
-
-    def njit(*a, **k):
-        def wrap(f):
-            return f
-        return wrap if not (a and callable(a[0])) else a[0]
-
-    prange = range
+from numba import njit, prange
 
 from ..plant.corners import FLOOR_SHARE, SLOPE_STEP
 from ..plant.planar import N_SECANT
 from ..plant.tire import A_BLEND
 
-__all__ = ["HAVE_NUMBA", "PARAM_NAMES", "pack_params", "pack_terrain", "dyn4_step_np", "BOOK_ORDER"]
+__all__ = ["PARAM_NAMES", "pack_params", "pack_terrain", "dyn4_step_np", "BOOK_ORDER"]
 
 # scalar parameters in the packed vector, then the nine per-wheel ones (4 each)
 PARAM_NAMES = ("m", "Iz", "h", "g", "eps_load", "delta_max", "a_drive", "a_brake", "power", "tau_steer",
@@ -65,15 +54,14 @@ def pack_params(p) -> tuple:
 
 def pack_terrain(t, batch: int) -> tuple:
     """The rough kind's :class:`Terrain` (or a ``Flat``) as float64 arrays for the kernel."""
-    from ..ground import Flat
+    from ..ground import Flat, Terrain
 
     if isinstance(t, Flat):
         if t.height0 != 0.0:
             raise ValueError("the numba engine's Flat ground sits at height 0")
         z = np.zeros((batch, 0))
         return (z, z, z, z, np.full(batch, t.mu), z, z, z, z, z, z, z, z, 0.5)
-    names = ("wave_kx", "wave_ky", "wave_amp", "wave_phase", "base_mu", "patch_x", "patch_y", "patch_r", "patch_mu",
-             "bump_x", "bump_y", "bump_h", "bump_r")
+    names = [f.name for f in dataclasses.fields(Terrain) if f.name != "patch_edge"]  # the kernel's argument order
     arrs = tuple(np.ascontiguousarray(getattr(t, n).detach().cpu().numpy(), dtype=np.float64) for n in names)
     return arrs + (float(t.patch_edge),)
 
@@ -419,8 +407,6 @@ def dyn4_step_np(x, u, packed, terrain, hdt: float = 0.01, books: bool = False):
     """One substep on the CPU engine: ``x (B, 14)``, ``u (B, 2)`` float64 arrays, ``packed`` from
     :func:`pack_params`, ``terrain`` from :func:`pack_terrain`. Returns ``x+ (B, 14)`` and, with
     ``books``, ``(B, 11)`` lines in ``BOOK_ORDER``."""
-    if not HAVE_NUMBA:
-        raise RuntimeError("the numba engine needs numba (pip install numba)")
     P, grade, passive = packed
     x = np.ascontiguousarray(x, dtype=np.float64)
     u = np.ascontiguousarray(u, dtype=np.float64)
