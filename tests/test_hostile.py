@@ -86,14 +86,12 @@ def test_options_with_a_partial_reset_mask_are_refused_and_corrupt_nothing():
 
 
 # 3 ------------------------------------------------------------------ finite rewards
+@pytest.mark.parametrize("engine", ["numba", "torch"])
 @pytest.mark.parametrize("entry", [DYN4.X, DYN4.Y, DYN4.PSI, DYN4.VX, DYN4.R, DYN4.ZD])
-def test_a_non_finite_state_ends_with_a_finite_penalty(entry):
-    env = Dyn4Env()
+def test_a_non_finite_state_ends_with_a_finite_penalty(entry, engine):
+    env = Dyn4Env(engine=engine)
     env.reset(seed=0)
-    st = env._state
-    x = st.x.clone()
-    x[0, entry] = float("nan")
-    env._state = type(st)(**{**st.__dict__, "x": x})
+    env.state.x[0, entry] = float("nan")
     obs, r, term, trunc, info = env.step(ACT)
     assert np.isfinite(r) and r == -env.core.weights["termination"]
     assert term and not trunc and info["nonfinite"]

@@ -79,17 +79,19 @@ def tilt_kind():
 
 
 def test_a_registered_ground_drives_the_env(tilt_kind):
-    env = gym.make("Dyn4Humvee-v0", ground={"kind": "test_tilt", "max_slope": 0.04, "mu": 0.55})
+    with pytest.warns(RuntimeWarning, match="torch engine"):  # a kind without a Numba kernel
+        env = gym.make("Dyn4Humvee-v0", ground={"kind": "test_tilt", "max_slope": 0.04, "mu": 0.55})
+    assert env.unwrapped.engine == "torch"
     obs, _ = env.reset(seed=3)
     for w in ("FL", "FR", "RL", "RR"):
         assert obs[OBS_INDEX[f"mu_{w}"]] == pytest.approx(0.55, abs=1e-6)
-    slope = float(env.unwrapped._state.terrain.slope[0])
+    slope = float(env.unwrapped.state.terrain.slope[0])
     assert 0 < abs(slope) <= 0.04
     for _ in range(20):
         obs, r, term, trunc, info = env.step(np.array([0.0, 0.2], dtype=np.float32))
         assert np.isfinite(r)
     # the body rides the plane: heave follows slope * X
-    x = env.unwrapped._state.x[0]
+    x = env.unwrapped.state.x[0]
     assert float(x[6]) == pytest.approx(slope * float(x[0]), abs=0.02)
     with pytest.raises(ConfigError, match="ground.max_slope"):
         gym.make("Dyn4Humvee-v0", ground={"kind": "test_tilt", "max_slope": 0.9})
@@ -125,7 +127,7 @@ def test_grid_kind_from_user_arrays():
                                                 "origin": (-10.0, -20.0), "spacing": 1.0})
     obs, _ = env.reset(seed=0)
     assert obs[OBS_INDEX["mu_FL"]] == pytest.approx(0.45, abs=1e-6)
-    x = env.unwrapped._state.x[0]
+    x = env.unwrapped.state.x[0]
     assert float(x[6]) == pytest.approx(0.02 * 10.0, abs=0.01)  # the rest state sits on the grid at X = 0
     with pytest.raises(ConfigError, match="ground.heights"):
         gym.make("Dyn4Humvee-v0", ground={"kind": "grid", "heights": [[1.0, float("nan")], [0.0, 0.0]]})

@@ -124,8 +124,9 @@ def _secant(w, u, D, B, C, E, v_lat):
 
 
 @njit(cache=True)
-def _ground(b, X, Y, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge):
-    """``(mu, h)`` of row ``b``'s rough terrain at world point ``(X, Y)``."""
+def ground_at(b, X, Y, T):
+    """``(mu, h)`` of row ``b``'s rough terrain ``T`` (:func:`pack_terrain`) at world point ``(X, Y)``."""
+    kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
     h = 0.0
     for k in range(kx.shape[1]):
         h += amp[b, k] * math.sin(X * kx[b, k] + Y * ky[b, k] + ph[b, k])
@@ -140,6 +141,45 @@ def _ground(b, X, Y, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, 
         cover = 0.5 * (1.0 - math.tanh((d2 - r * r) / (2.0 * r * edge)))
         mu = mu + cover * (pmu[b, j] - mu)
     return DEFAULT_MU + 1.0 * (mu - DEFAULT_MU), h + hb
+
+
+@njit(cache=True)
+def ground_under_row(b, Xp, Yp, psi, P, slopes, T, mu_g, hg, sbx, sby):
+    """corners.ground_under for one row: friction, height and body-frame slopes under the wheels."""
+    xw, yw = P[_NS:_NS + 4], P[_NS + 4:_NS + 8]
+    c_psi, s_psi = math.cos(psi), math.sin(psi)
+    e = SLOPE_STEP * P[17]
+    for i in range(4):
+        wx = Xp + c_psi * xw[i] - s_psi * yw[i]
+        wy = Yp + s_psi * xw[i] + c_psi * yw[i]
+        mu_g[i], hg[i] = ground_at(b, wx, wy, T)
+        sbx[i] = 0.0
+        sby[i] = 0.0
+        if slopes:
+            _, h1 = ground_at(b, wx + e, wy, T)
+            _, h2 = ground_at(b, wx - e, wy, T)
+            _, h3 = ground_at(b, wx, wy + e, T)
+            _, h4 = ground_at(b, wx, wy - e, T)
+            hx = (h1 - h2) / (2 * e)
+            hy = (h3 - h4) / (2 * e)
+            sbx[i] = c_psi * hx + s_psi * hy
+            sby[i] = -s_psi * hx + c_psi * hy
+
+
+@njit(cache=True)
+def loads_row(x, P, passive, hg, sbx, sby, rate, hdot, spring, Fz):
+    """Corner rates, ground rates, spring forces and floored loads (corners.forces_at, stage 3)."""
+    xw, yw, Fz0 = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 8:_NS + 12]
+    kk, cc = P[_NS + 28:_NS + 32], P[_NS + 32:_NS + 36]
+    vx, vy, r = x[3], x[4], x[5]
+    for i in range(4):
+        rate[i] = x[9] + yw[i] * x[10] - xw[i] * x[11]
+        hdot[i] = sbx[i] * (vx - r * yw[i]) + sby[i] * (vy + r * xw[i]) if passive else 0.0
+        spring[i] = Fz0[i] + kk[i] * (hg[i] - (x[6] + yw[i] * x[7] - xw[i] * x[8]))
+        Fz[i] = _softplus_floor(spring[i] - cc[i] * (rate[i] - hdot[i]), FLOOR_SHARE * Fz0[i])
+
+
+N_SCRATCH = 22  # per-wheel scratch rows of one substep
 
 
 @njit(cache=True, inline="always")
@@ -169,8 +209,11 @@ def _energy(x, P, hg):
     return kin + pot + m * g * x[6]
 
 
-def _step_rows_py(X0, U, P, grade, passive, hdt, want_books, kx, ky, amp, ph, base_mu, px, py, pr, pmu,
-               bx, by, bh, br, edge, X1, BK):
+@njit(cache=True)
+def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W):
+    """One substep of row ``b``: state ``x (14,)`` and input ``(d_in, a_in)`` -> ``y (14,)`` and,
+    with ``want_books``, the books ``bk (11,)`` (``BOOK_ORDER``). ``W (N_SCRATCH, 4)`` is scratch,
+    so nothing is allocated here."""
     m, Iz, h, g, eps_load = P[0], P[1], P[2], P[3], P[4]
     delta_max, a_drive, a_brake, power = P[5], P[6], P[7], P[8]
     tau_s, tau_d, c_drag, f_roll, v_lat, v_roll, Ix, Iy, L = (P[9], P[10], P[11], P[12], P[13], P[14], P[15],
@@ -178,222 +221,186 @@ def _step_rows_py(X0, U, P, grade, passive, hdt, want_books, kx, ky, amp, ph, ba
     xw, yw, Fz0 = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 8:_NS + 12]
     Bt, Ct, Et = P[_NS + 12:_NS + 16], P[_NS + 16:_NS + 20], P[_NS + 20:_NS + 24]
     share_d, kk, cc = P[_NS + 24:_NS + 28], P[_NS + 28:_NS + 32], P[_NS + 32:_NS + 36]
-    n = X0.shape[0]
-    for b in prange(n):
-        x = X0[b]
-        # 1. lags
-        d_cmd = min(max(U[b, 0], -delta_max), delta_max)
-        a_cmd = min(max(U[b, 1], -a_brake), a_drive)
-        dec_s = math.exp(-hdt / tau_s) if tau_s > 0 else 0.0
-        dec_d = math.exp(-hdt / tau_d) if tau_d > 0 else 0.0
-        delta = d_cmd + (x[12] - d_cmd) * dec_s
-        a = a_cmd + (x[13] - a_cmd) * dec_d
-        Xp, Yp, psi, vx, vy, r = x[0], x[1], x[2], x[3], x[4], x[5]
-        c_psi, s_psi = math.cos(psi), math.sin(psi)
-        # 2. ground under the wheels (and its slopes)
-        mu_g = np.empty(4)
-        hg = np.empty(4)
-        sbx = np.zeros(4)
-        sby = np.zeros(4)
-        e = SLOPE_STEP * L
-        slopes = passive or grade
+    # 1. lags
+    d_cmd = min(max(d_in, -delta_max), delta_max)
+    a_cmd = min(max(a_in, -a_brake), a_drive)
+    dec_s = math.exp(-hdt / tau_s) if tau_s > 0 else 0.0
+    dec_d = math.exp(-hdt / tau_d) if tau_d > 0 else 0.0
+    delta = d_cmd + (x[12] - d_cmd) * dec_s
+    a = a_cmd + (x[13] - a_cmd) * dec_d
+    Xp, Yp, psi, vx, vy, r = x[0], x[1], x[2], x[3], x[4], x[5]
+    # 2. ground under the wheels (and its slopes); 3. loads
+    mu_g, hg, sbx, sby, rate, hdot, spring, Fz = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7]
+    ground_under_row(b, Xp, Yp, psi, P, passive or grade, T, mu_g, hg, sbx, sby)
+    loads_row(x, P, passive, hg, sbx, sby, rate, hdot, spring, Fz)
+    fz_sum = Fz[0] + Fz[1] + Fz[2] + Fz[3]
+    if a >= 0:
+        total = m * a / (1.0 + (m * a * vx / power) ** 4) ** 0.25
+    else:
+        sgn = 1.0 if vx > 0 else (-1.0 if vx < 0 else 0.0)
+        total = m * a * sgn
+    s = min(max((a + A_BLEND) / (2 * A_BLEND), 0.0), 1.0)
+    s = s * s * (3.0 - 2.0 * s)
+    Fx, Dp = W[8], W[9]
+    for i in range(4):
+        factor = 1.0 - eps_load * (Fz[i] - Fz0[i]) / Fz0[i]
+        mu_i = mu_g[i] * (0.2 + _softplus_floor(factor - 0.2, 0.02))
+        sl = Fz[i] / fz_sum
+        share = sl + s * (share_d[i] - sl)
+        limit = mu_i * Fz[i]
+        Fx[i] = _softcap(total * share, limit)
+        Dp[i] = limit * _ellipse((Fx[i] / limit) ** 2)
+    # Ackermann and the wheel frames
+    cd, sd, g0, g1, g2, n0, n1, n2 = W[10], W[11], W[12], W[13], W[14], W[15], W[16], W[17]
+    for i in range(4):
+        dw = math.atan2(L * math.sin(delta), L * math.cos(delta) - yw[i] * math.sin(delta)) if i < 2 else 0.0
+        cd[i], sd[i] = math.cos(dw), math.sin(dw)
+        g0[i], g1[i], g2[i] = cd[i], sd[i], xw[i] * sd[i] - yw[i] * cd[i]
+        n0[i], n1[i], n2[i] = -sd[i], cd[i], xw[i] * cd[i] + yw[i] * sd[i]
+    # grade force (opt-in)
+    ext0 = ext1 = ext2 = 0.0
+    if grade:
         for i in range(4):
-            wx = Xp + c_psi * xw[i] - s_psi * yw[i]
-            wy = Yp + s_psi * xw[i] + c_psi * yw[i]
-            mu_g[i], hg[i] = _ground(b, wx, wy, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
-            if slopes:
-                _, h1 = _ground(b, wx + e, wy, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
-                _, h2 = _ground(b, wx - e, wy, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
-                _, h3 = _ground(b, wx, wy + e, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
-                _, h4 = _ground(b, wx, wy - e, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
-                hx = (h1 - h2) / (2 * e)
-                hy = (h3 - h4) / (2 * e)
-                sbx[i] = c_psi * hx + s_psi * hy
-                sby[i] = -s_psi * hx + c_psi * hy
-        # 3. loads, friction, longitudinal forces
-        rate = np.empty(4)
-        hdot = np.zeros(4)
-        spring = np.empty(4)
-        Fz = np.empty(4)
-        for i in range(4):
-            rate[i] = x[9] + yw[i] * x[10] - xw[i] * x[11]
+            normal = spring[i] - 0.5 * hdt * kk[i] * rate[i]
             if passive:
-                hdot[i] = sbx[i] * (vx - r * yw[i]) + sby[i] * (vy + r * xw[i])
-            spring[i] = Fz0[i] + kk[i] * (hg[i] - (x[6] + yw[i] * x[7] - xw[i] * x[8]))
-            Fz[i] = _softplus_floor(spring[i] - cc[i] * (rate[i] - hdot[i]), FLOOR_SHARE * Fz0[i])
-        fz_sum = Fz[0] + Fz[1] + Fz[2] + Fz[3]
-        if a >= 0:
-            total = m * a / (1.0 + (m * a * vx / power) ** 4) ** 0.25
-        else:
-            sgn = 1.0 if vx > 0 else (-1.0 if vx < 0 else 0.0)
-            total = m * a * sgn
-        s = min(max((a + A_BLEND) / (2 * A_BLEND), 0.0), 1.0)
-        s = s * s * (3.0 - 2.0 * s)
-        Fx = np.empty(4)
-        Dp = np.empty(4)
-        for i in range(4):
-            factor = 1.0 - eps_load * (Fz[i] - Fz0[i]) / Fz0[i]
-            mu_i = mu_g[i] * (0.2 + _softplus_floor(factor - 0.2, 0.02))
-            sl = Fz[i] / fz_sum
-            share = sl + s * (share_d[i] - sl)
-            limit = mu_i * Fz[i]
-            Fx[i] = _softcap(total * share, limit)
-            Dp[i] = limit * _ellipse((Fx[i] / limit) ** 2)
-        # Ackermann and the wheel frames
-        cd = np.empty(4)
-        sd = np.empty(4)
-        g0 = np.empty(4)
-        g1 = np.empty(4)
-        g2 = np.empty(4)
-        n0 = np.empty(4)
-        n1 = np.empty(4)
-        n2 = np.empty(4)
-        for i in range(4):
-            dw = math.atan2(L * math.sin(delta), L * math.cos(delta) - yw[i] * math.sin(delta)) if i < 2 else 0.0
-            cd[i], sd[i] = math.cos(dw), math.sin(dw)
-            g0[i], g1[i], g2[i] = cd[i], sd[i], xw[i] * sd[i] - yw[i] * cd[i]
-            n0[i], n1[i], n2[i] = -sd[i], cd[i], xw[i] * cd[i] + yw[i] * sd[i]
-        # grade force (opt-in)
-        ext0 = ext1 = ext2 = 0.0
-        if grade:
+                normal = normal - cc[i] * (rate[i] - hdot[i])
+            fxi, fyi = -normal * sbx[i], -normal * sby[i]
+            ext0 += fxi
+            ext1 += fyi
+            ext2 += xw[i] * fyi - yw[i] * fxi
+    # 4. vx explicit, with the speed clamp
+    S, Fy0 = W[18], W[19]
+    fx_body = 0.0
+    for i in range(4):
+        w = n0[i] * vx + n1[i] * vy + n2[i] * r
+        uu = g0[i] * vx + g1[i] * vy + g2[i] * r
+        S[i] = _secant(w, uu, Dp[i], Bt[i], Ct[i], Et[i], v_lat)
+        Fy0[i] = -S[i] * w
+        fx_body += Fx[i] * g0[i] + Fy0[i] * n0[i]
+    drag = c_drag * vx * abs(vx) + f_roll * math.tanh(vx / v_roll)
+    vx_free = vx + hdt * ((fx_body - drag + ext0) / m + r * vy)
+    vx1 = 0.0 if (a < 0 and vx * vx_free <= 0) else vx_free
+    # 5. (vy, r) implicit with the secants
+    fx_gy = ext1
+    fx_gr = ext2
+    for i in range(4):
+        fx_gy += Fx[i] * g1[i]
+        fx_gr += Fx[i] * g2[i]
+    vy1 = vy
+    r1 = r
+    for it in range(N_SECANT + 1):
+        if it > 0:
             for i in range(4):
-                normal = spring[i] - 0.5 * hdt * kk[i] * rate[i]
-                if passive:
-                    normal = normal - cc[i] * (rate[i] - hdot[i])
-                fxi, fyi = -normal * sbx[i], -normal * sby[i]
-                ext0 += fxi
-                ext1 += fyi
-                ext2 += xw[i] * fyi - yw[i] * fxi
-        # 4. vx explicit, with the speed clamp
-        S = np.empty(4)
-        Fy0 = np.empty(4)
-        fx_body = 0.0
+                w = n0[i] * vx1 + n1[i] * vy1 + n2[i] * r1
+                uu = g0[i] * vx1 + g1[i] * vy1 + g2[i] * r1
+                S[i] = _secant(w, uu, Dp[i], Bt[i], Ct[i], Et[i], v_lat)
+        Pp = Qq = Cc = S10 = S20 = 0.0
         for i in range(4):
-            w = n0[i] * vx + n1[i] * vy + n2[i] * r
-            uu = g0[i] * vx + g1[i] * vy + g2[i] * r
-            S[i] = _secant(w, uu, Dp[i], Bt[i], Ct[i], Et[i], v_lat)
-            Fy0[i] = -S[i] * w
-            fx_body += Fx[i] * g0[i] + Fy0[i] * n0[i]
-        drag = c_drag * vx * abs(vx) + f_roll * math.tanh(vx / v_roll)
-        vx_free = vx + hdt * ((fx_body - drag + ext0) / m + r * vy)
-        vx1 = 0.0 if (a < 0 and vx * vx_free <= 0) else vx_free
-        # 5. (vy, r) implicit with the secants
-        fx_gy = ext1
-        fx_gr = ext2
-        for i in range(4):
-            fx_gy += Fx[i] * g1[i]
-            fx_gr += Fx[i] * g2[i]
-        vy1 = vy
-        r1 = r
-        for it in range(N_SECANT + 1):
-            if it > 0:
-                for i in range(4):
-                    w = n0[i] * vx1 + n1[i] * vy1 + n2[i] * r1
-                    uu = g0[i] * vx1 + g1[i] * vy1 + g2[i] * r1
-                    S[i] = _secant(w, uu, Dp[i], Bt[i], Ct[i], Et[i], v_lat)
-            Pp = Qq = Cc = S10 = S20 = 0.0
-            for i in range(4):
-                Pp += S[i] * n1[i] * n1[i]
-                Qq += S[i] * n2[i] * n2[i]
-                Cc += S[i] * n1[i] * n2[i]
-                S10 += S[i] * n1[i] * n0[i]
-                S20 += S[i] * n2[i] * n0[i]
-            a00 = m + hdt * Pp
-            a01 = hdt * (m * vx1 + Cc)
-            a10 = hdt * Cc
-            a11 = Iz + hdt * Qq
-            b0 = m * vy + hdt * (fx_gy - vx1 * S10)
-            b1 = Iz * r + hdt * (fx_gr - vx1 * S20)
-            det = a00 * a11 - a01 * a10
-            vy1 = (a11 * b0 - a01 * b1) / det
-            r1 = (a00 * b1 - a10 * b0) / det
-        Fy = np.empty(4)
-        fx_b = fy_b = 0.0
-        for i in range(4):
-            Fy[i] = -S[i] * (n0[i] * vx1 + n1[i] * vy1 + n2[i] * r1)
-            fx_b += Fx[i] * cd[i] - Fy[i] * sd[i]
-            fy_b += Fx[i] * sd[i] + Fy[i] * cd[i]
-        # 6. vertical: midpoint springs, backward-Euler dampers
-        K0, K1, K2, K3, K4, K5 = _corner_sum(kk, xw, yw)
-        D0, D1, D2, D3, D4, D5 = _corner_sum(cc, xw, yw)
-        fz = fphi = fth = 0.0
-        for i in range(4):
-            sp = spring[i] - 0.25 * hdt * kk[i] * rate[i] + cc[i] * hdot[i]
-            fz += sp
-            fphi += sp * yw[i]
-            fth -= sp * xw[i]
-        h2 = 0.25 * hdt * hdt
-        A00 = hdt * D0 + h2 * K0 + m
-        A01 = hdt * D1 + h2 * K1
-        A02 = hdt * D2 + h2 * K2
-        A11 = hdt * D3 + h2 * K3 + Ix
-        A12 = hdt * D4 + h2 * K4
-        A22 = hdt * D5 + h2 * K5 + Iy
-        bb0 = m * x[9] + hdt * (fz - m * g)
-        bb1 = Ix * x[10] + hdt * (fphi + h * fy_b)
-        bb2 = Iy * x[11] + hdt * (fth - h * fx_b)
-        c00 = A11 * A22 - A12 * A12
-        c01 = A02 * A12 - A01 * A22
-        c02 = A01 * A12 - A02 * A11
-        c11 = A00 * A22 - A02 * A02
-        c12 = A01 * A02 - A00 * A12
-        c22 = A00 * A11 - A01 * A01
-        dt3 = A00 * c00 + A01 * c01 + A02 * c02
-        qd0 = (c00 * bb0 + c01 * bb1 + c02 * bb2) / dt3
-        qd1 = (c01 * bb0 + c11 * bb1 + c12 * bb2) / dt3
-        qd2 = (c02 * bb0 + c12 * bb1 + c22 * bb2) / dt3
-        y = X1[b]
-        y[6] = x[6] + 0.5 * hdt * (x[9] + qd0)
-        y[7] = x[7] + 0.5 * hdt * (x[10] + qd1)
-        y[8] = x[8] + 0.5 * hdt * (x[11] + qd2)
-        y[9], y[10], y[11] = qd0, qd1, qd2
-        # 7. pose
-        psi_m = psi + 0.5 * hdt * r1
-        cm, sm = math.cos(psi_m), math.sin(psi_m)
-        y[0] = Xp + hdt * (vx1 * cm - vy1 * sm)
-        y[1] = Yp + hdt * (vx1 * sm + vy1 * cm)
-        y[2] = psi + hdt * r1
-        y[3], y[4], y[5] = vx1, vy1, r1
-        y[12], y[13] = delta, a
-        if not want_books:
-            continue
-        # books (docs/plant.md, "The books")
-        vxm, vym, rm = 0.5 * (vx + vx1), 0.5 * (vy + vy1), 0.5 * (r + r1)
-        pdm, tdm = 0.5 * (x[10] + qd1), 0.5 * (x[11] + qd2)
-        supplied = tire = lever = damper = through = 0.0
-        for i in range(4):
-            yi = g0[i] * vxm + g1[i] * vym + g2[i] * rm + h * (sd[i] * pdm - cd[i] * tdm)
-            supplied += Fx[i] * yi
-            tire += Fy0[i] * n0[i] * vxm + Fy[i] * (n1[i] * vym + n2[i] * rm)
-            lever += Fy[i] * h * (cd[i] * pdm + sd[i] * tdm)
-            rel1 = qd0 + yw[i] * qd1 - xw[i] * qd2 - hdot[i]
-            relm = (0.5 * (x[9] + qd0) + yw[i] * pdm - xw[i] * tdm) - hdot[i]
-            damper += cc[i] * rel1 * relm
-            through += cc[i] * rel1 * hdot[i]
-        supplied *= hdt
-        tire *= -hdt
-        lever *= hdt
-        damper *= hdt
-        through *= -hdt
-        dragw = hdt * drag * vxm
-        gradew = hdt * (ext0 * vxm + ext1 * vym + ext2 * rm) if grade else 0.0
-        limiter = m * (vx1 - vx_free) * vxm
-        H0 = _energy(x, P, hg)
-        H1_old = _energy(y, P, hg)
-        hg1 = np.empty(4)
-        c1, s1 = math.cos(y[2]), math.sin(y[2])
-        for i in range(4):
-            wx = y[0] + c1 * xw[i] - s1 * yw[i]
-            wy = y[1] + s1 * xw[i] + c1 * yw[i]
-            _, hg1[i] = _ground(b, wx, wy, kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge)
-        H1 = _energy(y, P, hg1)
-        ground = H1 - H1_old + through
-        dH = H1 - H0
-        dissipated = tire + damper + dragw
-        residual = dH - (supplied - dissipated + lever + gradew + ground + limiter)
-        bk = BK[b]
-        bk[0], bk[1], bk[2], bk[3], bk[4], bk[5] = dH, supplied, dissipated, tire, damper, dragw
-        bk[6], bk[7], bk[8], bk[9], bk[10] = lever, gradew, ground, limiter, residual
+            Pp += S[i] * n1[i] * n1[i]
+            Qq += S[i] * n2[i] * n2[i]
+            Cc += S[i] * n1[i] * n2[i]
+            S10 += S[i] * n1[i] * n0[i]
+            S20 += S[i] * n2[i] * n0[i]
+        a00 = m + hdt * Pp
+        a01 = hdt * (m * vx1 + Cc)
+        a10 = hdt * Cc
+        a11 = Iz + hdt * Qq
+        b0 = m * vy + hdt * (fx_gy - vx1 * S10)
+        b1 = Iz * r + hdt * (fx_gr - vx1 * S20)
+        det = a00 * a11 - a01 * a10
+        vy1 = (a11 * b0 - a01 * b1) / det
+        r1 = (a00 * b1 - a10 * b0) / det
+    Fy = W[20]
+    fx_b = fy_b = 0.0
+    for i in range(4):
+        Fy[i] = -S[i] * (n0[i] * vx1 + n1[i] * vy1 + n2[i] * r1)
+        fx_b += Fx[i] * cd[i] - Fy[i] * sd[i]
+        fy_b += Fx[i] * sd[i] + Fy[i] * cd[i]
+    # 6. vertical: midpoint springs, backward-Euler dampers
+    K0, K1, K2, K3, K4, K5 = _corner_sum(kk, xw, yw)
+    D0, D1, D2, D3, D4, D5 = _corner_sum(cc, xw, yw)
+    fz = fphi = fth = 0.0
+    for i in range(4):
+        sp = spring[i] - 0.25 * hdt * kk[i] * rate[i] + cc[i] * hdot[i]
+        fz += sp
+        fphi += sp * yw[i]
+        fth -= sp * xw[i]
+    h2 = 0.25 * hdt * hdt
+    A00 = hdt * D0 + h2 * K0 + m
+    A01 = hdt * D1 + h2 * K1
+    A02 = hdt * D2 + h2 * K2
+    A11 = hdt * D3 + h2 * K3 + Ix
+    A12 = hdt * D4 + h2 * K4
+    A22 = hdt * D5 + h2 * K5 + Iy
+    bb0 = m * x[9] + hdt * (fz - m * g)
+    bb1 = Ix * x[10] + hdt * (fphi + h * fy_b)
+    bb2 = Iy * x[11] + hdt * (fth - h * fx_b)
+    c00 = A11 * A22 - A12 * A12
+    c01 = A02 * A12 - A01 * A22
+    c02 = A01 * A12 - A02 * A11
+    c11 = A00 * A22 - A02 * A02
+    c12 = A01 * A02 - A00 * A12
+    c22 = A00 * A11 - A01 * A01
+    dt3 = A00 * c00 + A01 * c01 + A02 * c02
+    qd0 = (c00 * bb0 + c01 * bb1 + c02 * bb2) / dt3
+    qd1 = (c01 * bb0 + c11 * bb1 + c12 * bb2) / dt3
+    qd2 = (c02 * bb0 + c12 * bb1 + c22 * bb2) / dt3
+    y[6] = x[6] + 0.5 * hdt * (x[9] + qd0)
+    y[7] = x[7] + 0.5 * hdt * (x[10] + qd1)
+    y[8] = x[8] + 0.5 * hdt * (x[11] + qd2)
+    y[9], y[10], y[11] = qd0, qd1, qd2
+    # 7. pose
+    psi_m = psi + 0.5 * hdt * r1
+    cm, sm = math.cos(psi_m), math.sin(psi_m)
+    y[0] = Xp + hdt * (vx1 * cm - vy1 * sm)
+    y[1] = Yp + hdt * (vx1 * sm + vy1 * cm)
+    y[2] = psi + hdt * r1
+    y[3], y[4], y[5] = vx1, vy1, r1
+    y[12], y[13] = delta, a
+    if not want_books:
+        return
+    # books (docs/plant.md, "The books")
+    vxm, vym, rm = 0.5 * (vx + vx1), 0.5 * (vy + vy1), 0.5 * (r + r1)
+    pdm, tdm = 0.5 * (x[10] + qd1), 0.5 * (x[11] + qd2)
+    supplied = tire = lever = damper = through = 0.0
+    for i in range(4):
+        yi = g0[i] * vxm + g1[i] * vym + g2[i] * rm + h * (sd[i] * pdm - cd[i] * tdm)
+        supplied += Fx[i] * yi
+        tire += Fy0[i] * n0[i] * vxm + Fy[i] * (n1[i] * vym + n2[i] * rm)
+        lever += Fy[i] * h * (cd[i] * pdm + sd[i] * tdm)
+        rel1 = qd0 + yw[i] * qd1 - xw[i] * qd2 - hdot[i]
+        relm = (0.5 * (x[9] + qd0) + yw[i] * pdm - xw[i] * tdm) - hdot[i]
+        damper += cc[i] * rel1 * relm
+        through += cc[i] * rel1 * hdot[i]
+    supplied *= hdt
+    tire *= -hdt
+    lever *= hdt
+    damper *= hdt
+    through *= -hdt
+    dragw = hdt * drag * vxm
+    gradew = hdt * (ext0 * vxm + ext1 * vym + ext2 * rm) if grade else 0.0
+    limiter = m * (vx1 - vx_free) * vxm
+    H0 = _energy(x, P, hg)
+    H1_old = _energy(y, P, hg)
+    hg1 = W[21]
+    c1, s1 = math.cos(y[2]), math.sin(y[2])
+    for i in range(4):
+        wx = y[0] + c1 * xw[i] - s1 * yw[i]
+        wy = y[1] + s1 * xw[i] + c1 * yw[i]
+        _, hg1[i] = ground_at(b, wx, wy, T)
+    H1 = _energy(y, P, hg1)
+    ground = H1 - H1_old + through
+    dH = H1 - H0
+    dissipated = tire + damper + dragw
+    residual = dH - (supplied - dissipated + lever + gradew + ground + limiter)
+    bk[0], bk[1], bk[2], bk[3], bk[4], bk[5] = dH, supplied, dissipated, tire, damper, dragw
+    bk[6], bk[7], bk[8], bk[9], bk[10] = lever, gradew, ground, limiter, residual
+
+
+def _step_rows_py(X0, U, P, grade, passive, hdt, want_books, T, X1, BK):
+    for b in prange(X0.shape[0]):
+        W = np.empty((N_SCRATCH, 4))
+        substep_row(X0[b], U[b, 0], U[b, 1], P, grade, passive, hdt, want_books, b, T, X1[b], BK[b], W)
 
 
 # one serial and one row-parallel build of the same function: a thread pool's start costs more
@@ -413,5 +420,5 @@ def dyn4_step_np(x, u, packed, terrain, hdt: float = 0.01, books: bool = False):
     out = np.empty_like(x)
     bk = np.zeros((x.shape[0], len(BOOK_ORDER)))
     kernel = _step_rows_parallel if x.shape[0] >= PARALLEL_FROM else _step_rows_serial
-    kernel(x, u, P, grade, passive, float(hdt), books, *terrain, out, bk)
+    kernel(x, u, P, grade, passive, float(hdt), books, tuple(terrain), out, bk)
     return (out, bk) if books else out

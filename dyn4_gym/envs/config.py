@@ -77,6 +77,7 @@ class EnvConfig:
     dtype: str = "float32"  # "float32" or "float64"
     device: str = "cpu"  # a torch device that exists here ("cpu", "cuda", "cuda:1"...)
     compile: bool = False  # torch.compile the step (numpy faces only): minutes to compile, then faster
+    engine: str = "auto"  # the numpy faces' engine: "auto" (numba on the CPU), "numba" or "torch" (envs/engines.py)
 
     @property
     def substeps(self) -> int:
@@ -107,6 +108,11 @@ class EnvConfig:
         _check_device(f"{path}.device", self.device)
         if not isinstance(self.compile, bool):
             raise ConfigError(f"{path}.compile must be true or false, got {self.compile!r}")
+        if self.engine not in ("auto", "numba", "torch"):
+            raise ConfigError(f"{path}.engine must be 'auto', 'numba' or 'torch', got {self.engine!r}")
+        if self.engine == "numba" and (self.compile or _device_type(self.device) != "cpu"):
+            raise ConfigError(f"{path}.engine 'numba' runs on the CPU without torch.compile; "
+                              f"device is {self.device!r}, compile is {self.compile}")
 
     @classmethod
     def from_dict(cls, values: dict | None = None, path: str = "config") -> "EnvConfig":
@@ -191,6 +197,12 @@ def _merge(obj, values: dict, path: str):
         else:
             changes[key] = value
     return dataclasses.replace(obj, **changes)
+
+
+def _device_type(device: str) -> str:
+    import torch
+
+    return torch.device(device).type
 
 
 def _check_device(path: str, device) -> None:

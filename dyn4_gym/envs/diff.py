@@ -13,7 +13,7 @@ import torch
 
 from .config import EnvConfig
 from .core import TaskCore, TaskState
-from .env import check_seed, seed_to_key
+from .inputs import check_seed, seed_to_key
 
 __all__ = ["Dyn4DiffEnv", "policy_rollout"]
 

@@ -2,70 +2,16 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import gymnasium as gym
-import torch
 from gymnasium import spaces
 
-from .. import _rng
 from .config import EnvConfig
-from .core import OBS_CLIP, OBS_NAMES, TaskCore
+from .core import OBS_CLIP, OBS_NAMES
+from .inputs import check_actions, check_seed, seed_keys, seed_to_key, to_numpy_info
+from .vector import BatchRunner
 
-__all__ = ["Dyn4Env", "check_actions", "check_seed", "seed_to_key", "to_numpy_info"]
-
-
-def check_seed(seed, name: str = "seed"):
-    """``None`` or an integer in ``[0, 2^64)`` (Python or numpy), as a Python int; else ``ValueError``."""
-    if seed is None:
-        return None
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (numbers.Integral, np.integer)):
-        raise ValueError(f"{name} must be None or an integer in [0, 2**64), got {seed!r}")
-    seed = int(seed)
-    if not 0 <= seed < 2**64:
-        raise ValueError(f"{name} must be None or an integer in [0, 2**64), got {seed}")
-    return seed
-
-
-def seed_to_key(seeds) -> torch.Tensor:
-    """Row stream keys from seeds in ``[0, 2^64)`` (numpy's entropy when ``None``), all 64 bits kept."""
-    seeds = [int(np.random.SeedSequence().entropy % (2**64)) if s is None else check_seed(s) for s in seeds]
-    return torch.tensor([_rng.key_of_seed(s) for s in seeds], dtype=torch.long)
-
-
-def check_actions(action, n: int | None) -> np.ndarray:
-    """Validate an action (``n`` None: one ``(2,)`` action; else ``(n, 2)``); never clips here.
-
-    Raises ``ValueError`` for a wrong shape, a non-numeric dtype or a NaN/inf, so a bad call
-    leaves the env untouched.
-    """
-    try:
-        a = np.asarray(action)
-    except Exception as exc:  # pragma: no cover - exotic inputs
-        raise ValueError(f"action must be array-like, got {type(action).__name__}") from exc
-    if a.dtype == object or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
-        raise ValueError(f"action must be a float array, got dtype {a.dtype}")
-    want = (2,) if n is None else (n, 2)
-    if a.shape != want:
-        raise ValueError(f"action must have shape {want}, got {a.shape}")
-    if not np.isfinite(a).all():
-        raise ValueError("action contains NaN or inf")
-    return a.astype(np.float64)
-
-
-def to_numpy_info(info: dict, row: int | None = None) -> dict:
-    """Tensors or arrays (nested dicts) to numpy arrays, or to Python scalars for one ``row``."""
-    out = {}
-    for k, v in info.items():
-        if isinstance(v, dict):
-            out[k] = to_numpy_info(v, row)
-        elif isinstance(v, (torch.Tensor, np.ndarray)):
-            a = v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v
-            out[k] = a if row is None else a[row].item()
-        else:
-            out[k] = v
-    return out
+__all__ = ["Dyn4Env", "check_actions", "check_seed", "seed_keys", "seed_to_key", "to_numpy_info"]
 
 
 class Dyn4Env(gym.Env):
@@ -135,15 +81,29 @@ class Dyn4Env(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.render_mode = render_mode
-        self.config = EnvConfig.from_dict(kwargs)
-        self.core = TaskCore(self.config)
-        self._step = self.core.step_fn()
+        self._runner = BatchRunner(EnvConfig.from_dict(kwargs), 1)
         self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.observation_space = spaces.Box(-OBS_CLIP, OBS_CLIP, (len(OBS_NAMES),), np.float32)
-        self._state = None
-        self._key = None
-        self._episode = 0
         self._renderer = None
+
+    @property
+    def config(self) -> EnvConfig:
+        return self._runner.config
+
+    @property
+    def core(self):
+        """The task (:class:`TaskCore`): parameters, reward terms and weights."""
+        return self._runner.core
+
+    @property
+    def engine(self) -> str:
+        """The engine that steps this env: ``"numba"`` or ``"torch"`` (``EnvConfig.engine``)."""
+        return self._runner.engine.name
+
+    @property
+    def state(self):
+        """The engine's state of the car (a :class:`TaskState` on torch, a ``NumbaState`` on numba)."""
+        return self._runner.state
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Start an episode. ``options`` take ``EnvConfig`` keys for this and later episodes.
@@ -155,48 +115,30 @@ class Dyn4Env(gym.Env):
         seed = check_seed(seed)
         if options is not None and not isinstance(options, dict):
             raise ValueError(f"options must be a dict, got {type(options).__name__}")
-        if options:
-            config = self.config.replace(dict(options), path="options")
-            core = TaskCore(config, path="options")
-            step = core.step_fn()
-        else:
-            config, core, step = self.config, self.core, self._step
-        key = seed_to_key([seed]) if seed is not None or self._key is None else self._key
-        episode = 0 if seed is not None or self._key is None else self._episode + 1
-        state, obs = core.reset(key, torch.tensor([episode]))
-        # nothing above changed the env: commit
-        super().reset(seed=seed)
-        self.config, self.core, self._step = config, core, step
-        self._key, self._episode, self._state = key, episode, state
-        return self._obs(obs), {"seed_key": int(key[0]), "episode": episode}
+        obs = self._runner.reset(None if seed is None else [seed], None, options)
+        super().reset(seed=seed)  # nothing above changed the env unless it all passed
+        return obs[0], {"seed_key": int(self._runner.keys[0]), "episode": int(self._runner.episodes[0])}
 
     def step(self, action):
-        if self._state is None:
+        if self._runner.state is None:
             raise RuntimeError("call reset() before step()")
         a = check_actions(action, None)
-        with torch.no_grad():
-            act = torch.as_tensor(a, dtype=self.core.dtype, device=self.core.device)[None]
-            state, obs, reward, term, trunc, info = self._step(self._state, act)
-        self._state = state
+        obs, reward, term, trunc, info = self._runner.step(a[None])
         if self.render_mode == "human":
             self.render()
-        return self._obs(obs), float(reward[0]), bool(term[0]), bool(trunc[0]), to_numpy_info(info, 0)
-
-    @staticmethod
-    def _obs(obs: torch.Tensor) -> np.ndarray:
-        return obs[0].detach().cpu().numpy().astype(np.float32)
+        return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), to_numpy_info(info, 0)
 
     def render(self):
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode='rgb_array' to gym.make")
             return None
-        if self._state is None:
+        if self._runner.state is None:
             raise RuntimeError("call reset() before render()")
         from .render import TopDownRenderer
 
         if self._renderer is None:
             self._renderer = TopDownRenderer(self.core, human=self.render_mode == "human")
-        frame = self._renderer.draw(self._state, 0)
+        frame = self._renderer.draw(self._runner.task_state(), 0)
         return None if self.render_mode == "human" else frame
 
     def close(self):
@@ -207,9 +149,4 @@ class Dyn4Env(gym.Env):
     def __getstate__(self):
         d = self.__dict__.copy()
         d["_renderer"] = None
-        d["_step"] = None  # a compiled function does not pickle; rebuilt on load
         return d
-
-    def __setstate__(self, d):
-        self.__dict__.update(d)
-        self._step = self.core.step_fn()

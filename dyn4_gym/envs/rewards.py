@@ -109,6 +109,8 @@ _BUILTIN = [
     RewardTerm("termination", termination, "-1 when the episode fails"),
 ]
 REWARD_TERMS: dict[str, RewardTerm] = {t.name: t for t in _BUILTIN}
+# the built-ins as shipped (the numba engine computes these in its kernel; see engine/numba_task.py)
+REWARD_TERMS_BUILTIN: dict[str, RewardTerm] = dict(REWARD_TERMS)
 
 DEFAULT_WEIGHTS = {
     "progress": 1.0,

@@ -9,13 +9,12 @@ on one torch batch.
 from __future__ import annotations
 
 import numpy as np
-import torch
 from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from .config import EnvConfig
 from .core import OBS_CLIP, OBS_NAMES
-from .env import check_actions, to_numpy_info
+from .inputs import check_actions, to_numpy_info
 from .vector import BatchRunner
 
 __all__ = ["Dyn4SB3VecEnv"]
@@ -40,25 +39,21 @@ class Dyn4SB3VecEnv(VecEnv):
         obs = self.runner.reset(seeds)
         self._reset_seeds()
         self.reset_infos = [{} for _ in range(self.num_envs)]
-        return obs.cpu().numpy().astype(np.float32)
+        return obs
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = check_actions(actions, self.num_envs)
 
     def step_wait(self):
         obs, reward, term, trunc, info = self.runner.step(self._actions)
-        done = (term | trunc).cpu().numpy()
-        obs_np = obs.cpu().numpy().astype(np.float32)
-        rows = to_numpy_info(info)
-        infos = [to_numpy_info(rows, i) for i in range(self.num_envs)]
-        trunc_np, term_np = trunc.cpu().numpy(), term.cpu().numpy()
+        done = term | trunc
+        infos = [to_numpy_info(info, i) for i in range(self.num_envs)]
         if done.any():
-            new_obs = self.runner.autoreset(torch.as_tensor(done)).cpu().numpy().astype(np.float32)
             for i in np.flatnonzero(done):
-                infos[i]["terminal_observation"] = obs_np[i]
-                infos[i]["TimeLimit.truncated"] = bool(trunc_np[i] and not term_np[i])
-            obs_np = np.where(done[:, None], new_obs, obs_np)
-        return obs_np, reward.cpu().numpy().astype(np.float32), done, infos
+                infos[i]["terminal_observation"] = obs[i].copy()
+                infos[i]["TimeLimit.truncated"] = bool(trunc[i] and not term[i])
+            obs[done] = self.runner.autoreset(done)
+        return obs, reward.astype(np.float32), done, infos
 
     def close(self) -> None:
         pass

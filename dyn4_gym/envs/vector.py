@@ -11,20 +11,21 @@ import numbers
 
 import numpy as np
 import gymnasium as gym
-import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from .config import EnvConfig
-from .core import OBS_CLIP, OBS_NAMES, TaskCore
-from .env import check_actions, check_seed, seed_to_key, to_numpy_info
+from .core import OBS_CLIP, OBS_NAMES, TaskCore, TaskState
+from .engines import make_engine
+from .inputs import check_actions, check_seed, seed_keys
 
 __all__ = ["BatchRunner", "Dyn4VectorEnv"]
 
 
 class BatchRunner:
-    """The state of ``n`` rows on one :class:`TaskCore`, with seeding and partial resets."""
+    """The state of ``n`` rows on one task and engine (envs/engines.py), with seeding and partial
+    resets; numpy in and out. Every numpy face (single env, vector env, SB3 adapter) runs on one."""
 
     def __init__(self, config: EnvConfig, n: int):
         if isinstance(n, bool) or not (isinstance(n, int) and n >= 1):
@@ -32,60 +33,69 @@ class BatchRunner:
         self.n = n
         self.config = config
         self.core = TaskCore(config)
-        self._step = self.core.step_fn()
+        self.engine = make_engine(self.core)
         self.state = None
         self.keys = None
 
-    def reset(self, seeds=None, mask: np.ndarray | None = None, options: dict | None = None) -> torch.Tensor:
+    def reset(self, seeds=None, mask: np.ndarray | None = None, options: dict | None = None) -> np.ndarray:
         """Reset the rows in ``mask`` (all by default); ``seeds`` a list of per-row seeds or None.
+        Returns the observation of every row.
 
         ``options`` (``EnvConfig`` keys) reconfigure every row, so they need every row reset.
         Transactional: everything is checked and the new state drawn before anything is kept, so a
         rejected call (``ValueError`` / ``ConfigError``) leaves the runner exactly as it was.
         """
         n = self.n
-        mask_t = torch.ones(n, dtype=torch.bool) if mask is None else torch.as_tensor(mask, dtype=torch.bool)
-        if self.state is None and not bool(mask_t.all()):
+        mask = np.ones(n, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        if self.state is None and not mask.all():
             raise RuntimeError("the first reset must reset every row")
         if seeds is not None:
             if len(seeds) != n:
                 raise ValueError(f"need {n} seeds, got {len(seeds)}")
             seeds = [check_seed(s, f"seed[{i}]") for i, s in enumerate(seeds)]
-        config, core, step = self.config, self.core, self._step
+        config, core, engine = self.config, self.core, self.engine
         if options:
-            if not bool(mask_t.all()):
+            if not mask.all():
                 raise ValueError("options reconfigure every row: give them with a reset of every row "
                                  "(no reset_mask, or one that is all True)")
             config = self.config.replace(dict(options), path="options")
             core = TaskCore(config, path="options")
-            step = core.step_fn()
+            engine = make_engine(core)
+        old_episodes = None if self.state is None else self.engine.episodes(self.state)
         if seeds is not None or self.keys is None:
-            new_keys = seed_to_key(seeds if seeds is not None else [None] * n)
-            keys = new_keys if self.keys is None else torch.where(mask_t, new_keys, self.keys)
-            episodes = torch.zeros(n, dtype=torch.long) if self.state is None else torch.where(
-                mask_t, torch.zeros(n, dtype=torch.long), self.state.episode.cpu())
+            new_keys = seed_keys(seeds if seeds is not None else [None] * n)
+            keys = new_keys if self.keys is None else np.where(mask, new_keys, self.keys)
+            episodes = np.zeros(n, dtype=np.int64) if old_episodes is None else np.where(mask, 0, old_episodes)
         else:
-            keys, episodes = self.keys, self.state.episode.cpu() + mask_t.long()
-        if self.state is None or core is not self.core:
-            state = core.new_state(keys, episodes)
+            keys, episodes = self.keys, old_episodes + mask
+        if self.state is None or engine is not self.engine:
+            state = engine.new_state(keys, episodes)
         else:
-            state = core.reset_rows(self.state, mask_t.to(core.device), keys, episodes)
-        self.config, self.core, self._step = config, core, step
+            state = engine.reset_rows(self.state, mask, keys, episodes)
+        self.config, self.core, self.engine = config, core, engine
         self.keys, self.state = keys, state
-        return core.observe(state)
+        return engine.observe(state)
 
-    def step(self, actions: np.ndarray):
-        act = torch.as_tensor(actions, dtype=self.core.dtype, device=self.core.device)
-        with torch.no_grad():
-            state, obs, reward, term, trunc, info = self._step(self.state, act)
-        self.state = state
+    def step(self, actions: np.ndarray, active: np.ndarray | None = None):
+        """``(obs, reward, terminated, truncated, info)`` as numpy; rows not ``active`` are not
+        stepped (zeros; reset them next)."""
+        self.state, obs, reward, term, trunc, info = self.engine.step(self.state, actions, active)
         return obs, reward, term, trunc, info
 
-    def autoreset(self, mask: torch.Tensor) -> torch.Tensor:
-        """Move the rows in ``mask`` to their next episode; returns the new observation."""
-        with torch.no_grad():
-            self.state = self.core.reset_rows(self.state, mask)
-            return self.core.observe(self.state)
+    def autoreset(self, mask: np.ndarray) -> np.ndarray:
+        """Move the rows in ``mask`` to their next episode; returns their new observations
+        ``(mask.sum(), 30)``."""
+        episodes = self.engine.episodes(self.state) + mask
+        self.state = self.engine.reset_rows(self.state, mask, self.keys, episodes)
+        return self.engine.observe(self.state, np.flatnonzero(mask))
+
+    @property
+    def episodes(self) -> np.ndarray:
+        return self.engine.episodes(self.state)
+
+    def task_state(self) -> TaskState:
+        """The rows' state as a torch :class:`TaskState` (for rendering and inspection)."""
+        return self.engine.task_state(self.state)
 
 
 class Dyn4VectorEnv(gym.vector.VectorEnv):
@@ -145,7 +155,7 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
             self._np_random, _ = gym.utils.seeding.np_random(seeds[0])
         reset = np.ones(self.num_envs, dtype=bool) if mask is None else mask
         self._done = self._done & ~reset
-        return self._np(obs), {"episode": self.runner.state.episode.cpu().numpy()}
+        return obs, {"episode": self.runner.episodes}
 
     def step(self, actions):
         a = check_actions(actions, self.num_envs)
@@ -154,38 +164,23 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
             raise RuntimeError(f"rows {np.flatnonzero(self._done).tolist()} finished: reset them with "
                                "reset(options={'reset_mask': mask}) before stepping (autoreset is disabled)")
         if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._done.any():
-            pending = torch.as_tensor(self._done)
-            before = self.runner.state
-            obs, reward, term, trunc, info = self.runner.step(a)
-            # rows due for a reset: discard their step, reset them, reward 0, not done
-            self.runner.state = self.runner.core.select(pending, before, self.runner.state)
-            obs = torch.where(pending[:, None], self.runner.autoreset(pending), obs)
-            zero = torch.zeros_like(reward)
-            reward = torch.where(pending, zero, reward)
-            term, trunc = term & ~pending, trunc & ~pending
-            info = _mask_info(info, ~pending)
+            # rows due for a reset are not stepped: they are reset, their action ignored, reward 0
+            pending = self._done.copy()
+            obs, reward, term, trunc, info = self.runner.step(a, active=~pending)
+            obs[pending] = self.runner.autoreset(pending)
         else:
             obs, reward, term, trunc, info = self.runner.step(a)
-        done = (term | trunc).cpu().numpy()
-        info = to_numpy_info(info)
+        done = term | trunc
         if self.autoreset_mode == AutoresetMode.SAME_STEP and done.any():
             final_obs = np.full(n, None, dtype=object)
-            obs_np = self._np(obs)
             for i in np.flatnonzero(done):
-                final_obs[i] = obs_np[i]
+                final_obs[i] = obs[i].copy()
             info["final_obs"], info["_final_obs"] = final_obs, done.copy()
             info["final_info"] = {k: v for k, v in info.items() if k not in ("final_obs", "_final_obs")}
             info["_final_info"] = done.copy()
-            obs = self.runner.autoreset(torch.as_tensor(done))
-            done_after = np.zeros(n, dtype=bool)
-        else:
-            done_after = done
-        self._done = done_after if self.autoreset_mode != AutoresetMode.SAME_STEP else np.zeros(n, dtype=bool)
-        return (self._np(obs), reward.cpu().numpy().astype(np.float64), term.cpu().numpy(), trunc.cpu().numpy(), info)
-
-    @staticmethod
-    def _np(obs: torch.Tensor) -> np.ndarray:
-        return obs.detach().cpu().numpy().astype(np.float32)
+            obs[done] = self.runner.autoreset(done)
+        self._done = done if self.autoreset_mode != AutoresetMode.SAME_STEP else np.zeros(n, dtype=bool)
+        return obs, reward, term, trunc, info
 
     def render(self):
         if self.render_mode != "rgb_array":
@@ -194,20 +189,10 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
 
         if self._renderer is None:
             self._renderer = TopDownRenderer(self.runner.core)
-        return tuple(self._renderer.draw(self.runner.state, i) for i in range(self.num_envs))
+        state = self.runner.task_state()
+        return tuple(self._renderer.draw(state, i) for i in range(self.num_envs))
 
     def close_extras(self, **kwargs):
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
-
-
-def _mask_info(info: dict, keep: torch.Tensor) -> dict:
-    """Zero the rows not in ``keep`` (nested dicts of tensors)."""
-    out = {}
-    for k, v in info.items():
-        if isinstance(v, dict):
-            out[k] = _mask_info(v, keep)
-        else:
-            out[k] = torch.where(keep, v, torch.zeros_like(v))
-    return out

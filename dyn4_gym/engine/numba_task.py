@@ -1,0 +1,484 @@
+"""The whole env step in Numba: the CPU engine of the numpy faces (docs/env.md, "Engines").
+
+The same task as :class:`dyn4_gym.envs.core.TaskCore` (the torch reference), row by row, in
+float64: resets (the row's counter-based stream, its course, its rough terrain, the settled rest
+state), the plant's substeps with the books (:func:`numba_plant.substep_row`), the course
+projection and the progress cap, corridor and roll checks at every substep, the built-in reward
+terms and the non-finite guard, and the observation. One kernel call per env step, parallel over
+rows (``prange``) from ``PARALLEL_FROM`` rows; per-row scratch is allocated once per call, never
+per substep.
+
+The state is a :class:`NumbaState` of numpy arrays, stepped in place. tests/test_engine.py holds
+this engine to the torch one: the same seed and actions give the same observations, rewards and
+terminations over 1,000 steps with resets.
+
+Nothing compiles at import; the first call compiles (cached on disk by Numba, so a second
+process loads it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from .numba_plant import _NS, BOOK_ORDER, N_SCRATCH, PARALLEL_FROM, ground_at, ground_under_row, loads_row, substep_row
+
+__all__ = ["NumbaTask", "NumbaState", "TERM_ORDER", "INFO_COLUMNS", "FLAG_COLUMNS", "TERRAIN_FIELDS", "reset_rows", "observe",
+           "step"]
+
+# the built-in reward terms, in the kernel's order (rewards.DEFAULT_WEIGHTS has the same order)
+TERM_ORDER = ("progress", "speed", "cross_track", "heading", "energy", "tire_slip", "damper", "comfort",
+              "action_rate", "termination")
+# the float columns of one step's packed info, then its bool columns
+INFO_COLUMNS = TERM_ORDER + BOOK_ORDER + ("progress_info", "distance", "s", "cross_track_info", "heading_error")
+FLAG_COLUMNS = ("terminated", "truncated", "success", "out_of_corridor", "rollover", "nonfinite")
+TERRAIN_FIELDS = ("wave_kx", "wave_ky", "wave_amp", "wave_phase", "base_mu", "patch_x", "patch_y", "patch_r",
+                  "patch_mu", "bump_x", "bump_y", "bump_h", "bump_r")
+_NT, _NB = len(TERM_ORDER), len(BOOK_ORDER)
+_MASK = 0xFFFFFFFF
+OBS_CLIP = 10.0
+
+
+@dataclass
+class NumbaState:
+    """The batch's state as numpy arrays (the fields of :class:`TaskState`), stepped in place."""
+
+    x: np.ndarray  # (B, 14) float64
+    terrain: tuple  # TERRAIN_FIELDS arrays, (B,) or (B, K), then the patch edge [m]
+    course_xy: np.ndarray  # (B, N, 2)
+    course_heading: np.ndarray  # (B, N)
+    idx: np.ndarray  # (B,) int64
+    s: np.ndarray  # (B,)
+    t: np.ndarray  # (B,) int64
+    prev_action: np.ndarray  # (B, 2)
+    target_speed: np.ndarray  # (B,)
+    key: np.ndarray  # (B,) int64
+    episode: np.ndarray  # (B,) int64
+
+    @property
+    def batch_size(self) -> int:
+        return self.x.shape[0]
+
+    def copy(self) -> "NumbaState":
+        return NumbaState(**{k: (tuple(a.copy() if isinstance(a, np.ndarray) else a for a in v) if k == "terrain"
+                                 else v.copy()) for k, v in self.__dict__.items()})
+
+
+class NumbaTask:
+    """A :class:`TaskCore`'s task packed for the kernels: parameters, config constants, weights.
+
+    Raises ``ValueError`` for what the kernels do not model (a ground kind other than
+    ``"rough"``, batched parameters).
+    """
+
+    def __init__(self, core):
+        from ..ground.terrain import RoughConfig
+        from ..envs.core import OBS_NAMES, obs_scale
+        from .numba_plant import pack_params
+
+        cfg = core.cfg
+        g = cfg.ground
+        if type(g) is not RoughConfig:
+            raise ValueError(f"the numba engine models the 'rough' ground kind, not {g.kind!r}")
+        self.P, self.grade, self.passive = pack_params(core.p)
+        c = cfg.course
+        self.hdt, self.n_sub, self.spacing = float(cfg.hdt), int(cfg.substeps), float(c.spacing)
+        self.n_points = int(round(c.length / c.spacing)) + 1
+        self.shape = dict(n_hills=g.n_hills, n_patches=g.n_patches, n_bumps=g.n_bumps)
+        self.patch_edge = 0.5  # Terrain.patch_edge
+        weight = float(self.P[0] * self.P[3])  # m g
+        self.step_consts = np.array([c.spacing, c.half_width, c.goal_margin, cfg.roll_limit, cfg.episode_steps, weight])
+        self.reset_course = np.array([c.spacing, c.lat_accel, c.wavelength_min, c.wavelength_max, c.lead_in,
+                                      c.half_width, c.n_waves], dtype=np.float64)
+        self.reset_ground = np.array([g.hills_amplitude, g.hills_wavelength_min, g.hills_wavelength_max, g.base_mu,
+                                      g.patch_mu_min, g.patch_mu_max, g.patch_radius_min, g.patch_radius_max,
+                                      g.bump_height_min, g.bump_height_max, g.bump_radius], dtype=np.float64)
+        self.vt = float(cfg.target_speed)
+        self.v0 = float(cfg.target_speed if cfg.start_speed is None else cfg.start_speed)
+        self.ahead = np.asarray(c.preview, dtype=np.float64)
+        self.scales = np.array([obs_scale(n, float(core.p.delta_max), c.half_width) for n in OBS_NAMES])
+        # the kernel's built-in terms, weighted; a name the user re-registered is evaluated in
+        # torch after the kernel (with the other custom terms), so its built-in weight here is 0
+        from ..envs.rewards import REWARD_TERMS_BUILTIN
+
+        self.weights = np.array([core.weights[n] if core.terms.get(n) is REWARD_TERMS_BUILTIN[n] else 0.0
+                                 for n in TERM_ORDER])
+        self.custom = {n: t for n, t in core.terms.items() if REWARD_TERMS_BUILTIN.get(n) is not t}
+
+    def empty_state(self, B: int) -> NumbaState:
+        z = np.zeros
+        sh = self.shape
+        terrain = tuple(z((B, sh[k])) for k in ("n_hills",) * 4) + (z(B),) + tuple(
+            z((B, sh["n_patches"])) for _ in range(4)) + tuple(z((B, sh["n_bumps"])) for _ in range(4))
+        return NumbaState(x=z((B, 14)), terrain=terrain + (self.patch_edge,), course_xy=z((B, self.n_points, 2)),
+                          course_heading=z((B, self.n_points)), idx=z(B, dtype=np.int64), s=z(B),
+                          t=z(B, dtype=np.int64), prev_action=z((B, 2)), target_speed=z(B),
+                          key=z(B, dtype=np.int64), episode=z(B, dtype=np.int64))
+
+
+# ------------------------------------------------------------------------------------ random streams
+@njit(cache=True, inline="always")
+def _hash32(x):
+    # _rng.hash32 (lowbias32); int64 products wrap, and only their low 32 bits are kept
+    x = x & _MASK
+    x = x ^ (x >> 16)
+    x = (x * 0x7FEB352D) & _MASK
+    x = x ^ (x >> 15)
+    x = (x * 0x846CA68B) & _MASK
+    return x ^ (x >> 16)
+
+
+@njit(cache=True)
+def _uniforms(key, episode, out):
+    """_rng.uniform for one row: ``out[:]`` in (0, 1) from the stream ``(key, episode)``."""
+    w0, w1, w2, w3 = key & _MASK, (key >> 32) & _MASK, episode & _MASK, (episode >> 32) & _MASK
+    a = _hash32(_hash32(_hash32(_hash32(w0 ^ 0x9E3779B9) ^ w1) ^ w2) ^ w3)
+    b = _hash32(_hash32(_hash32(_hash32(w0 ^ 0x85EBCA6B) ^ w1) ^ w2) ^ w3)
+    for i in range(out.shape[0]):
+        x1 = _hash32(_hash32(a + i) ^ b)
+        x2 = _hash32(_hash32(b + i + 0x632BE5AB) ^ a)
+        bits = (x1 >> 5) * (1 << 26) + (x2 >> 6)
+        out[i] = (float(bits) + 0.5) / float(1 << 53)
+
+
+# ------------------------------------------------------------------------------------------ resets
+@njit(cache=True)
+def _on_course(cxy, ch, b, frac, lo, spacing, offset):
+    """DrawContext.on_course for one point of row ``b``."""
+    n = cxy.shape[1]
+    j = int(lo / spacing + frac * (n - 1 - lo / spacing))
+    j = min(max(j, 0), n - 1)
+    th = ch[b, j]
+    return cxy[b, j, 0] - offset * math.sin(th), cxy[b, j, 1] + offset * math.cos(th)
+
+
+def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, X, T, CXY, CH, IDX, S, TT, PREV, VT, KEY, EP):
+    """New episodes on ``rows``: course (C), rough terrain (G), settled rest state at speed ``v0``."""
+    kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
+    spacing, lat_accel, wl_min, wl_max, lead_in, half_width = C[0], C[1], C[2], C[3], C[4], C[5]
+    nw = int(C[6])
+    n = CXY.shape[1]
+    nh, npch, nb = kx.shape[1], px.shape[1], bx.shape[1]
+    nc = 3 * nw
+    nu = nc + 4 * (nh + npch + nb)
+    two_pi = 2 * math.pi
+    for r in prange(rows.shape[0]):
+        b = rows[r]
+        u = np.empty(nu)
+        _uniforms(keys[r], episodes[r], u)
+        # course (course.make_courses)
+        km = lat_accel / (vt * vt)
+        asum = 0.0
+        for k in range(nw):
+            asum += 0.5 + 0.5 * u[k]
+        kap = np.empty(n)
+        for i in range(n):
+            s = i * spacing
+            w = 0.0
+            for k in range(nw):
+                lam = wl_min + (wl_max - wl_min) * u[nw + k]
+                w += (0.5 + 0.5 * u[k]) * math.sin(two_pi * s / lam + two_pi * u[2 * nw + k])
+            f = 1.0 if lead_in <= 0 else min(max(s / lead_in, 0.0), 1.0)
+            f = f * f * (3 - 2 * f)
+            kap[i] = km * w / asum * f
+        CH[b, 0] = 0.0
+        CXY[b, 0, 0] = 0.0
+        CXY[b, 0, 1] = 0.0
+        for i in range(1, n):
+            CH[b, i] = CH[b, i - 1] + 0.5 * (kap[i] + kap[i - 1]) * spacing
+            mid = 0.5 * (CH[b, i] + CH[b, i - 1])
+            CXY[b, i, 0] = CXY[b, i - 1, 0] + math.cos(mid) * spacing
+            CXY[b, i, 1] = CXY[b, i - 1, 1] + math.sin(mid) * spacing
+        # terrain (terrain.draw_rough)
+        o = nc
+        for k in range(nh):
+            lam = G[1] + (G[2] - G[1]) * u[o + 4 * k]
+            ang = two_pi * u[o + 4 * k + 1]
+            kx[b, k] = two_pi / lam * math.cos(ang)
+            ky[b, k] = two_pi / lam * math.sin(ang)
+            amp[b, k] = G[0] / max(nh, 1) * (0.5 + u[o + 4 * k + 2])
+            ph[b, k] = two_pi * u[o + 4 * k + 3]
+        base_mu[b] = G[3]
+        o = nc + 4 * nh
+        for j in range(npch):
+            px[b, j], py[b, j] = _on_course(CXY, CH, b, u[o + 4 * j], 0.0, spacing,
+                                            (u[o + 4 * j + 1] - 0.5) * 2 * half_width)
+            pr[b, j] = G[6] + (G[7] - G[6]) * u[o + 4 * j + 2]
+            pmu[b, j] = G[4] + (G[5] - G[4]) * u[o + 4 * j + 3]
+        o = nc + 4 * (nh + npch)
+        for q in range(nb):
+            bx[b, q], by[b, q] = _on_course(CXY, CH, b, u[o + 4 * q], lead_in, spacing, (u[o + 4 * q + 1] - 0.5) * 2.0)
+            bh[b, q] = G[8] + (G[9] - G[8]) * u[o + 4 * q + 2]
+            br[b, q] = G[10]
+        # settled rest state at the origin (dyn4.dyn4_rest), then the start speed
+        xw, yw, kk = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 28:_NS + 32]
+        K0 = K1 = K2 = K3 = K4 = K5 = 0.0
+        r0 = r1 = r2 = 0.0
+        for i in range(4):
+            _, hg = ground_at(b, 0.0 + 1.0 * xw[i] - 0.0 * yw[i], 0.0 + 0.0 * xw[i] + 1.0 * yw[i], T)
+            K0 += kk[i]
+            K1 += kk[i] * yw[i]
+            K2 -= kk[i] * xw[i]
+            K3 += kk[i] * yw[i] * yw[i]
+            K4 -= kk[i] * xw[i] * yw[i]
+            K5 += kk[i] * xw[i] * xw[i]
+            kh = kk[i] * hg
+            r0 += kh
+            r1 += kh * yw[i]
+            r2 -= kh * xw[i]
+        reg = 1e-12 * (K0 + K3 + K5)
+        a00, a01, a02, a11, a12, a22 = K0 + reg, K1, K2, K3 + reg, K4, K5 + reg
+        c00 = a11 * a22 - a12 * a12
+        c01 = a02 * a12 - a01 * a22
+        c02 = a01 * a12 - a02 * a11
+        c11 = a00 * a22 - a02 * a02
+        c12 = a01 * a02 - a00 * a12
+        c22 = a00 * a11 - a01 * a01
+        det = a00 * c00 + a01 * c01 + a02 * c02
+        for i in range(14):
+            X[b, i] = 0.0
+        X[b, 3] = v0
+        X[b, 6] = (c00 * r0 + c01 * r1 + c02 * r2) / det
+        X[b, 7] = (c01 * r0 + c11 * r1 + c12 * r2) / det
+        X[b, 8] = (c02 * r0 + c12 * r1 + c22 * r2) / det
+        IDX[b] = 0
+        S[b] = 0.0
+        TT[b] = 0
+        PREV[b, 0] = 0.0
+        PREV[b, 1] = 0.0
+        VT[b] = vt
+        KEY[b] = keys[r]
+        EP[b] = episodes[r]
+
+
+# ------------------------------------------------------------------------------- course and observe
+@njit(cache=True)
+def _project(cxy, ch, b, idx, px, py, spacing):
+    """course.project for row ``b``: ``(j, s, e, course heading)`` near segment ``idx``."""
+    n = cxy.shape[1]
+    best = math.inf
+    j = min(max(idx - 2, 0), n - 2)
+    for off in range(-2, 7):
+        c = min(max(idx + off, 0), n - 2)
+        p0x, p0y = cxy[b, c, 0], cxy[b, c, 1]
+        dx, dy = cxy[b, c + 1, 0] - p0x, cxy[b, c + 1, 1] - p0y
+        rx, ry = px - p0x, py - p0y
+        lam = min(max((rx * dx + ry * dy) / (dx * dx + dy * dy), 0.0), 1.0)
+        ex, ey = rx - lam * dx, ry - lam * dy
+        d2 = ex * ex + ey * ey
+        if d2 < best:  # the first minimum, as argmin
+            best = d2
+            j = c
+    p0x, p0y = cxy[b, j, 0], cxy[b, j, 1]
+    dx, dy = cxy[b, j + 1, 0] - p0x, cxy[b, j + 1, 1] - p0y
+    rx, ry = px - p0x, py - p0y
+    dd = dx * dx + dy * dy
+    lam = min(max((rx * dx + ry * dy) / dd, 0.0), 1.0)
+    e = (dx * ry - dy * rx) / math.sqrt(dd)
+    h0, h1 = ch[b, j], ch[b, j + 1]
+    return j, (j + lam) * spacing, e, h0 + lam * (h1 - h0)
+
+
+@njit(cache=True, inline="always")
+def _wrap(a):
+    return math.atan2(math.sin(a), math.cos(a))
+
+
+@njit(cache=True)
+def _observe_row(b, x, P, grade, passive, T, CXY, CH, idx, s, vt, ahead, scales, spacing, W, out):
+    """TaskCore.observe for row ``b`` into ``out (30,)`` (float32)."""
+    Fz0 = P[_NS + 8:_NS + 12]
+    mu_g, hg, sbx, sby, rate, hdot, spring, Fz = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7]
+    ground_under_row(b, x[0], x[1], x[2], P, passive or grade, T, mu_g, hg, sbx, sby)
+    loads_row(x, P, passive, hg, sbx, sby, rate, hdot, spring, Fz)
+    _, _, e, th = _project(CXY, CH, b, idx, x[0], x[1], spacing)
+    raw = np.empty(30)
+    raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6] = x[3], x[4], x[5], x[7], x[8], x[10], x[11]
+    raw[7], raw[8] = x[12], x[13]
+    for i in range(4):
+        raw[9 + i] = Fz[i] / Fz0[i] - 1.0
+        raw[13 + i] = mu_g[i]
+    raw[17], raw[18], raw[19] = e, _wrap(x[2] - th), vt
+    n = CXY.shape[1]
+    c, sn = math.cos(x[2]), math.sin(x[2])
+    for k in range(5):
+        st = min(max(s + ahead[k], 0.0), (n - 1) * spacing)
+        f = st / spacing
+        j = min(max(int(math.floor(f)), 0), n - 2)
+        lam = f - j
+        qx = CXY[b, j, 0] + lam * (CXY[b, j + 1, 0] - CXY[b, j, 0])
+        qy = CXY[b, j, 1] + lam * (CXY[b, j + 1, 1] - CXY[b, j, 1])
+        rx, ry = qx - x[0], qy - x[1]
+        raw[20 + 2 * k] = c * rx + sn * ry
+        raw[21 + 2 * k] = -sn * rx + c * ry
+    for i in range(30):
+        v = raw[i] / scales[i]
+        if v != v:
+            v = 0.0
+        out[i] = min(max(v, -OBS_CLIP), OBS_CLIP)
+
+
+def _observe_py(rows, P, grade, passive, T, CXY, CH, X, IDX, S, VT, ahead, scales, spacing, OBS):
+    for r in prange(rows.shape[0]):
+        b = rows[r]
+        W = np.empty((N_SCRATCH, 4))
+        _observe_row(b, X[b], P, grade, passive, T, CXY, CH, IDX[b], S[b], VT[b], ahead, scales, spacing, W, OBS[r])
+
+
+# ------------------------------------------------------------------------------------------- step
+def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, X, CXY, CH, IDX, S, TT, PREV,
+             VT, OBS, REW, INFO, FLAGS):
+    """TaskCore.step for every active row, in place; inactive rows are left as they are, their
+    outputs zero (the caller resets them)."""
+    spacing, half_width, goal_margin, roll_limit, episode_steps, weight = C[0], C[1], C[2], C[3], C[4], C[5]
+    delta_max, a_drive, a_brake = P[5], P[6], P[7]
+    n = CXY.shape[1]
+    length = (n - 1) * spacing
+    for b in prange(X.shape[0]):
+        info, flags = INFO[b], FLAGS[b]
+        if not active[b]:
+            REW[b] = 0.0
+            info[:] = 0.0
+            flags[:] = False
+            continue
+        W = np.empty((N_SCRATCH, 4))
+        buf = np.empty((2, 14))
+        bk = np.zeros(_NB)
+        books = info[_NT:_NT + _NB]
+        books[:] = 0.0
+        a0 = min(max(A[b, 0], -1.0), 1.0)
+        a1 = min(max(A[b, 1], -1.0), 1.0)
+        ud = a0 * delta_max
+        ua = a1 * a_drive if a1 >= 0 else a1 * a_brake
+        # a row whose state is already non-finite steps from zeros for the bad entries, flagged
+        nonfinite = False
+        cur = buf[0]
+        for i in range(14):
+            v = X[b, i]
+            if not math.isfinite(v):
+                nonfinite = True
+                v = 0.0
+            cur[i] = v
+        nxt = buf[1]
+        idx, s_prev = IDX[b], S[b]
+        progress = distance = 0.0
+        e = th = 0.0
+        out = rolled = False
+        for _ in range(n_sub):
+            substep_row(cur, ud, ua, P, grade, passive, hdt, True, b, T, nxt, bk, W)
+            finite = True
+            for i in range(14):
+                if not math.isfinite(nxt[i]):
+                    finite = False
+            nonfinite = nonfinite or not finite
+            if finite:
+                dx, dy = nxt[0] - cur[0], nxt[1] - cur[1]
+                cur, nxt = nxt, cur
+            else:
+                dx = dy = 0.0
+            idx, s_new, e, th = _project(CXY, CH, b, idx, cur[0], cur[1], spacing)
+            # progress: the projection's advance, capped by the distance driven
+            d2 = dx * dx + dy * dy
+            dist = math.sqrt(d2) if d2 > 0 else 0.0
+            progress += max(min(s_new - s_prev, dist), -dist)
+            distance += dist
+            s_prev = s_new
+            out = out or abs(e) > half_width
+            rolled = rolled or abs(cur[7]) > roll_limit
+            if finite:
+                for k in range(_NB):
+                    books[k] += bk[k]
+        success = s_prev >= length - goal_margin
+        failed = out or rolled or nonfinite
+        terminated = failed or success
+        TT[b] += 1
+        truncated = TT[b] >= episode_steps and not terminated
+        he = _wrap(cur[2] - th)
+        vt = VT[b]
+        terms = info[:_NT]
+        terms[0] = progress
+        terms[1] = -((cur[3] - vt) / vt) ** 2
+        terms[2] = -(e / half_width) ** 2
+        terms[3] = -(he ** 2)
+        terms[4] = -max(books[1], 0.0) / weight
+        terms[5] = -books[3] / weight
+        terms[6] = -books[4] / weight
+        terms[7] = -(cur[10] ** 2 + cur[11] ** 2)
+        terms[8] = -((a0 - PREV[b, 0]) ** 2 + (a1 - PREV[b, 1]) ** 2)
+        terms[9] = -1.0 if failed else 0.0
+        reward = 0.0
+        for k in range(_NT):
+            reward += weights[k] * terms[k]
+        # rewards are finite by construction: a non-finite state or reward ends the episode with
+        # the termination penalty alone
+        if nonfinite or not math.isfinite(reward):
+            for k in range(_NT):
+                terms[k] = 0.0
+            terms[9] = -1.0
+            reward = -weights[9]
+            nonfinite = terminated = failed = True
+            truncated = False
+            progress = 0.0
+            books[:] = 0.0
+        REW[b] = reward
+        o = _NT + _NB
+        info[o], info[o + 1], info[o + 2] = progress, distance, s_prev
+        info[o + 3] = e if math.isfinite(e) else (0.0 if e != e else (1.7976931348623157e308 if e > 0
+                                                                      else -1.7976931348623157e308))
+        info[o + 4] = he
+        flags[0], flags[1], flags[2] = terminated, truncated, success and not failed
+        flags[3], flags[4], flags[5] = out, rolled, nonfinite
+        for i in range(14):
+            X[b, i] = cur[i]
+        IDX[b], S[b] = idx, s_prev
+        PREV[b, 0], PREV[b, 1] = a0, a1
+        _observe_row(b, cur, P, grade, passive, T, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OBS[b])
+
+
+# one serial and one row-parallel build of each: a thread pool's start costs more than a small
+# batch's whole step
+_KERNELS = {name: (njit(cache=True)(fn), njit(cache=True, parallel=True)(fn))
+            for name, fn in (("step", _step_py), ("observe", _observe_py), ("reset", _reset_rows_py))}
+
+
+def _kernel(name: str, rows: int):
+    serial, parallel = _KERNELS[name]
+    return parallel if rows >= PARALLEL_FROM else serial
+
+
+def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: np.ndarray) -> None:
+    """New episodes on ``rows`` (int64) of ``st`` from streams ``keys`` / ``episodes``, in place.
+    ``k`` is the packed task (:class:`dyn4_gym.engine.task.NumbaTask`)."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    if rows.size == 0:
+        return
+    _kernel("reset", rows.size)(rows, np.ascontiguousarray(keys, dtype=np.int64),
+                                np.ascontiguousarray(episodes, dtype=np.int64), k.P, k.reset_course, k.reset_ground,
+                                k.v0, k.vt, st.x, st.terrain, st.course_xy, st.course_heading, st.idx, st.s, st.t,
+                                st.prev_action, st.target_speed, st.key, st.episode)
+
+
+def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
+    """The observation ``(len(rows), 30)`` float32 of ``rows`` (default: every row)."""
+    rows = np.arange(st.batch_size) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+    obs = np.empty((rows.size, 30), dtype=np.float32)
+    _kernel("observe", rows.size)(rows, k.P, k.grade, k.passive, st.terrain, st.course_xy, st.course_heading, st.x,
+                                      st.idx, st.s, st.target_speed, k.ahead, k.scales, k.spacing, obs)
+    return obs
+
+
+def step(k, st: NumbaState, actions: np.ndarray, active: np.ndarray):
+    """One env step of the active rows, in place. Returns ``(obs (B, 30) float32, reward (B,),
+    info (B, len(INFO_COLUMNS)), flags (B, len(FLAG_COLUMNS)) bool)``."""
+    B = st.batch_size
+    obs = np.zeros((B, 30), dtype=np.float32)
+    rew = np.empty(B)
+    info = np.empty((B, len(INFO_COLUMNS)))
+    flags = np.empty((B, len(FLAG_COLUMNS)), dtype=np.bool_)
+    _kernel("step", B)(actions, active, k.P, k.grade, k.passive, k.hdt, k.n_sub, st.terrain, k.step_consts,
+                       k.weights, k.ahead, k.scales, st.x, st.course_xy, st.course_heading, st.idx, st.s, st.t,
+                       st.prev_action, st.target_speed, obs, rew, info, flags)
+    return obs, rew, info, flags

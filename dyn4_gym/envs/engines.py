@@ -1,0 +1,213 @@
+"""The two engines behind the numpy faces: one interface, numpy in and out (docs/env.md, "Engines").
+
+- :class:`TorchEngine`: the torch task core (:class:`TaskCore`), the reference; any device,
+  any ground kind, ``compile=True``.
+- :class:`NumbaEngine`: the whole env step in one Numba kernel (dyn4_gym.engine.numba_task),
+  float64 inside; the CPU default.
+
+``EnvConfig.engine`` picks one: ``"auto"`` (Numba on the CPU unless ``compile`` asks for torch),
+``"numba"`` or ``"torch"``. Where Numba cannot run the task (a ground kind without a kernel, a
+broken Numba) it falls back to torch with one warning. Both engines draw the same episodes from
+the same seeds and agree to 1e-9 in float64 (tests/test_engine.py); the differentiable faces
+always run on torch.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+
+from .core import TaskCore, TaskState
+from .rewards import StepContext
+
+__all__ = ["TorchEngine", "NumbaEngine", "make_engine", "ENGINES"]
+
+ENGINES = ("auto", "numba", "torch")
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy()
+
+
+def _nested_np(info: dict) -> dict:
+    return {k: _nested_np(v) if isinstance(v, dict) else (_np(v) if isinstance(v, torch.Tensor) else v)
+            for k, v in info.items()}
+
+
+class TorchEngine:
+    """The torch task core behind a numpy interface; states are :class:`TaskState`."""
+
+    name = "torch"
+
+    def __init__(self, core: TaskCore):
+        self.core = core
+        self._step = core.step_fn()
+
+    def __getstate__(self):
+        return {"core": self.core}  # a compiled step does not pickle; rebuilt on load
+
+    def __setstate__(self, d):
+        self.__init__(d["core"])
+
+    def new_state(self, keys: np.ndarray, episodes: np.ndarray) -> TaskState:
+        return self.core.new_state(torch.as_tensor(keys), torch.as_tensor(episodes))
+
+    def reset_rows(self, state: TaskState, mask: np.ndarray, keys: np.ndarray, episodes: np.ndarray) -> TaskState:
+        dev = self.core.device
+        return self.core.reset_rows(state, torch.as_tensor(mask, device=dev), torch.as_tensor(keys, device=dev),
+                                    torch.as_tensor(episodes, device=dev))
+
+    def observe(self, state: TaskState, rows: np.ndarray | None = None) -> np.ndarray:
+        obs = _np(self.core.observe(state)).astype(np.float32)
+        return obs if rows is None else obs[rows]
+
+    def step(self, state: TaskState, actions: np.ndarray, active: np.ndarray | None = None):
+        """``(state, obs, reward, terminated, truncated, info)``, numpy; rows not ``active`` keep
+        their state and get zeros (the caller resets them)."""
+        act = torch.as_tensor(actions, dtype=self.core.dtype, device=self.core.device)
+        with torch.no_grad():
+            new, obs, reward, term, trunc, info = self._step(state, act)
+            if active is not None and not active.all():
+                keep = torch.as_tensor(active, device=self.core.device)
+                new = self.core.select(keep, new, state)
+                reward, term, trunc = torch.where(keep, reward, 0.0), term & keep, trunc & keep
+                info = _mask_info(info, keep)
+        return (new, _np(obs).astype(np.float32), _np(reward).astype(np.float64), _np(term), _np(trunc),
+                _nested_np(info))
+
+    @staticmethod
+    def episodes(state: TaskState) -> np.ndarray:
+        return _np(state.episode).copy()
+
+    @staticmethod
+    def task_state(state: TaskState) -> TaskState:
+        return state
+
+
+def _mask_info(info: dict, keep: torch.Tensor) -> dict:
+    """Zero the rows not in ``keep`` (nested dicts of tensors)."""
+    return {k: _mask_info(v, keep) if isinstance(v, dict) else torch.where(keep, v, torch.zeros_like(v))
+            for k, v in info.items()}
+
+
+class NumbaEngine:
+    """The Numba kernels behind the same interface; states are :class:`NumbaState`, stepped in place.
+
+    Reward terms that are not the built-ins (registered or passed in ``reward_terms``) run in
+    torch on the step's context after the kernel, about 30-60 us per step for a few terms at
+    batch 1 (``benchmarks/env.py --custom-term``).
+    """
+
+    name = "numba"
+
+    def __init__(self, core: TaskCore):
+        from ..engine import numba_task as nt  # numba is imported here, never at package import
+
+        self.core, self._nt = core, nt
+        self.task = nt.NumbaTask(core)
+        self._cols = {n: j for j, n in enumerate(nt.INFO_COLUMNS)}
+        self._nb = len(nt.TERM_ORDER)
+
+    def __getstate__(self):
+        return {"core": self.core}  # the kernels are the module's; rebuilt on load
+
+    def __setstate__(self, d):
+        self.__init__(d["core"])
+
+    def new_state(self, keys: np.ndarray, episodes: np.ndarray):
+        st = self.task.empty_state(len(keys))
+        self._nt.reset_rows(self.task, st, np.arange(len(keys)), np.asarray(keys), np.asarray(episodes))
+        return st
+
+    def reset_rows(self, state, mask: np.ndarray, keys: np.ndarray, episodes: np.ndarray):
+        rows = np.flatnonzero(mask)
+        state.key[:], state.episode[:] = keys, episodes
+        self._nt.reset_rows(self.task, state, rows, np.asarray(keys)[rows], np.asarray(episodes)[rows])
+        return state
+
+    def observe(self, state, rows: np.ndarray | None = None) -> np.ndarray:
+        return self._nt.observe(self.task, state, rows)
+
+    def step(self, state, actions: np.ndarray, active: np.ndarray | None = None):
+        B = state.batch_size
+        active = np.ones(B, dtype=np.bool_) if active is None else np.ascontiguousarray(active, dtype=np.bool_)
+        prev = state.prev_action.copy() if self.task.custom else None
+        obs, reward, info, flags = self._nt.step(self.task, state, np.ascontiguousarray(actions, dtype=np.float64),
+                                                 active)
+        extra = self._custom_terms(state, prev, info, flags, reward, active) if self.task.custom else {}
+        return state, obs, reward, flags[:, 0], flags[:, 1], self.unpack(info, flags, extra)
+
+    def unpack(self, info: np.ndarray, flags: np.ndarray, extra: dict | None = None) -> dict:
+        """One step's packed info as the faces' dict of arrays (``info["reward_terms"]`` ...)."""
+        nt, c = self._nt, self._cols
+        terms = {n: info[:, j] for j, n in enumerate(nt.TERM_ORDER) if n in self.core.terms and n not in self.task.custom}
+        terms.update(extra or {})
+        return dict(reward_terms={n: terms[n] for n in self.core.terms},
+                    books={n: info[:, c[n]] for n in nt.BOOK_ORDER}, success=flags[:, 2],
+                    out_of_corridor=flags[:, 3], rollover=flags[:, 4], nonfinite=flags[:, 5],
+                    progress=info[:, c["progress_info"]], distance=info[:, c["distance"]], s=info[:, c["s"]],
+                    cross_track=info[:, c["cross_track_info"]])
+
+    def _custom_terms(self, st, prev, info, flags, reward, active) -> dict:
+        """The non-built-in terms, in torch on the step's context; updates ``reward`` / ``info`` /
+        ``flags`` in place with the non-finite guard, as TaskCore.step does."""
+        nt, c, core = self._nt, self._cols, self.core
+        t = torch.from_numpy
+        books = {n: t(info[:, c[n]]) for n in nt.BOOK_ORDER}
+        failed = flags[:, 3] | flags[:, 4] | flags[:, 5]
+        ctx = StepContext(progress=t(info[:, c["progress_info"]]), speed=t(st.x[:, 3]), target_speed=t(st.target_speed),
+                          cross_track=t(info[:, c["cross_track_info"]]), half_width=core.cfg.course.half_width,
+                          heading_error=t(info[:, c["heading_error"]]), books=books,
+                          weight=torch.tensor(float(self.task.step_consts[5]), dtype=torch.float64),
+                          action=t(st.prev_action), prev_action=t(prev), roll_rate=t(st.x[:, 10]),
+                          pitch_rate=t(st.x[:, 11]), failed=t(failed), success=t(flags[:, 2]))
+        B = st.batch_size
+        with torch.no_grad():
+            extra = {n: _np(TaskCore._term(n, term, ctx, B)).astype(np.float64) for n, term in self.task.custom.items()}
+        was_bad = flags[:, 5] | ~active
+        total = reward + sum(core.weights[n] * v for n, v in extra.items())
+        bad = ~was_bad & ~np.isfinite(total)
+        reward[:] = np.where(was_bad, reward, total)
+        for n in extra:
+            extra[n] = np.where(was_bad | bad, 0.0, extra[n])
+        if bad.any():
+            info[bad, :self._nb] = 0.0
+            info[bad, self._nb - 1] = -1.0  # termination
+            info[bad, self._nb:self._nb + len(nt.BOOK_ORDER)] = 0.0
+            info[bad, c["progress_info"]] = 0.0
+            reward[bad] = -core.weights["termination"]
+            flags[bad, 0], flags[bad, 1], flags[bad, 2], flags[bad, 5] = True, False, False, True
+            if "termination" in extra:
+                extra["termination"] = np.where(bad, -1.0, extra["termination"])
+        return extra
+
+    @staticmethod
+    def episodes(state) -> np.ndarray:
+        return state.episode.copy()
+
+    def task_state(self, state) -> TaskState:
+        """The state as a torch :class:`TaskState` sharing memory (for rendering and inspection)."""
+        from ..ground.terrain import Terrain
+
+        t = torch.from_numpy
+        terrain = Terrain(**{n: t(a) for n, a in zip(self._nt.TERRAIN_FIELDS, state.terrain)},
+                          patch_edge=state.terrain[-1])
+        return TaskState(x=t(state.x), terrain=terrain, course_xy=t(state.course_xy),
+                         course_heading=t(state.course_heading), idx=t(state.idx), s=t(state.s), t=t(state.t),
+                         prev_action=t(state.prev_action), target_speed=t(state.target_speed), key=t(state.key),
+                         episode=t(state.episode))
+
+
+def make_engine(core: TaskCore):
+    """The engine ``core.cfg.engine`` asks for (see the module docstring)."""
+    cfg = core.cfg
+    if cfg.engine == "torch" or (cfg.engine == "auto" and (cfg.compile or core.device.type != "cpu")):
+        return TorchEngine(core)
+    try:
+        return NumbaEngine(core)
+    except (ValueError, ImportError) as exc:
+        warnings.warn(f"the numba engine cannot run this task ({exc}); using the torch engine", RuntimeWarning,
+                      stacklevel=3)
+        return TorchEngine(core)

@@ -1,0 +1,70 @@
+"""What the numpy faces check and convert at their edge: seeds, actions, infos."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+
+from .. import _rng
+
+__all__ = ["check_actions", "check_seed", "seed_keys", "seed_to_key", "to_numpy_info"]
+
+
+def check_seed(seed, name: str = "seed"):
+    """``None`` or an integer in ``[0, 2^64)`` (Python or numpy), as a Python int; else ``ValueError``."""
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (numbers.Integral, np.integer)):
+        raise ValueError(f"{name} must be None or an integer in [0, 2**64), got {seed!r}")
+    seed = int(seed)
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"{name} must be None or an integer in [0, 2**64), got {seed}")
+    return seed
+
+
+def seed_keys(seeds) -> np.ndarray:
+    """Row stream keys ``(n,)`` int64 from seeds in ``[0, 2^64)`` (numpy's entropy when ``None``),
+    all 64 bits kept."""
+    seeds = [int(np.random.SeedSequence().entropy % (2**64)) if s is None else check_seed(s) for s in seeds]
+    return np.array([_rng.key_of_seed(s) for s in seeds], dtype=np.int64)
+
+
+def seed_to_key(seeds) -> torch.Tensor:
+    """:func:`seed_keys` as a torch long tensor."""
+    return torch.from_numpy(seed_keys(seeds))
+
+
+def check_actions(action, n: int | None) -> np.ndarray:
+    """Validate an action (``n`` None: one ``(2,)`` action; else ``(n, 2)``); never clips here.
+
+    Raises ``ValueError`` for a wrong shape, a non-numeric dtype or a NaN/inf, so a bad call
+    leaves the env untouched.
+    """
+    try:
+        a = np.asarray(action)
+    except Exception as exc:  # pragma: no cover - exotic inputs
+        raise ValueError(f"action must be array-like, got {type(action).__name__}") from exc
+    if a.dtype == object or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        raise ValueError(f"action must be a float array, got dtype {a.dtype}")
+    want = (2,) if n is None else (n, 2)
+    if a.shape != want:
+        raise ValueError(f"action must have shape {want}, got {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError("action contains NaN or inf")
+    return a.astype(np.float64)
+
+
+def to_numpy_info(info: dict, row: int | None = None) -> dict:
+    """Tensors or arrays (nested dicts) to numpy arrays, or to Python scalars for one ``row``."""
+    out = {}
+    for k, v in info.items():
+        if isinstance(v, dict):
+            out[k] = to_numpy_info(v, row)
+        elif isinstance(v, (torch.Tensor, np.ndarray)):
+            a = v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v
+            out[k] = a if row is None else a[row].item()
+        else:
+            out[k] = v
+    return out
