@@ -17,8 +17,8 @@ def _register() -> None:
     from gymnasium.envs.registration import register, registry
 
     specs = {
-        "Dyn4Humvee-v0": {},
-        "Dyn4HumveeFlat-v0": {"ground": dict(FLAT_GROUND)},
+        "Dyn4Humvee-v0": {"engine": "auto"},
+        "Dyn4HumveeFlat-v0": {"ground": dict(FLAT_GROUND), "engine": "auto"},
     }
     for env_id, kwargs in specs.items():
         if env_id in registry:

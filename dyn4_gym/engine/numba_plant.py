@@ -67,11 +67,12 @@ def pack_terrain(t, batch: int) -> tuple:
 
 
 @njit(cache=True, inline="always")
-def _atanc(x):
+def _atanc(x, atan_x):
+    """``atan(x) / x`` (a series near 0), from ``atan_x = atan(x)`` already at hand."""
     if abs(x) < 1e-4:
         x2 = x * x
         return 1.0 - x2 / 3.0 + x2 * x2 / 5.0
-    return math.atan(x) / x
+    return atan_x / x
 
 
 @njit(cache=True, inline="always")
@@ -116,16 +117,17 @@ def _secant(w, u, D, B, C, E, v_lat):
     ratio = w / ubar
     alpha = math.atan(ratio)
     ba = B * alpha
-    psi = ba - E * (ba - math.atan(ba))
+    atan_ba = math.atan(ba)
+    psi = ba - E * (ba - atan_ba)
     phi = math.atan(psi)
-    psi_over_alpha = B * (1.0 - E) + E * B * _atanc(ba)
-    alpha_over_w = _atanc(ratio) / ubar
-    return D * _sinc(C * phi) * C * _atanc(psi) * psi_over_alpha * alpha_over_w
+    psi_over_alpha = B * (1.0 - E) + E * B * _atanc(ba, atan_ba)
+    alpha_over_w = _atanc(ratio, alpha) / ubar
+    return D * _sinc(C * phi) * C * _atanc(psi, phi) * psi_over_alpha * alpha_over_w
 
 
 @njit(cache=True)
-def ground_at(b, X, Y, T):
-    """``(mu, h)`` of row ``b``'s rough terrain ``T`` (:func:`pack_terrain`) at world point ``(X, Y)``."""
+def height_at(b, X, Y, T):
+    """The height [m] of row ``b``'s rough terrain ``T`` (:func:`pack_terrain`) at world point ``(X, Y)``."""
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
     h = 0.0
     for k in range(kx.shape[1]):
@@ -133,14 +135,25 @@ def ground_at(b, X, Y, T):
     hb = 0.0
     for q in range(bx.shape[1]):
         d2 = ((X - bx[b, q]) ** 2 + (Y - by[b, q]) ** 2) / br[b, q] ** 2
-        hb += bh[b, q] * (1.0 - min(d2, 1.0)) ** 2
+        if d2 < 1.0:  # outside, the bump adds exactly 0
+            hb += bh[b, q] * (1.0 - d2) ** 2
+    return h + hb
+
+
+@njit(cache=True)
+def ground_at(b, X, Y, T):
+    """``(mu, h)`` of row ``b``'s rough terrain ``T`` at world point ``(X, Y)``."""
+    kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
     mu = base_mu[b]
     for j in range(px.shape[1]):
         r = pr[b, j]
         d2 = (X - px[b, j]) ** 2 + (Y - py[b, j]) ** 2
-        cover = 0.5 * (1.0 - math.tanh((d2 - r * r) / (2.0 * r * edge)))
+        z = (d2 - r * r) / (2.0 * r * edge)
+        if z > 22.0:  # tanh is exactly 1 there: the disc covers nothing
+            continue
+        cover = 0.5 * (1.0 - (-1.0 if z < -22.0 else math.tanh(z)))
         mu = mu + cover * (pmu[b, j] - mu)
-    return DEFAULT_MU + 1.0 * (mu - DEFAULT_MU), h + hb
+    return DEFAULT_MU + 1.0 * (mu - DEFAULT_MU), height_at(b, X, Y, T)
 
 
 @njit(cache=True)
@@ -156,10 +169,10 @@ def ground_under_row(b, Xp, Yp, psi, P, slopes, T, mu_g, hg, sbx, sby):
         sbx[i] = 0.0
         sby[i] = 0.0
         if slopes:
-            _, h1 = ground_at(b, wx + e, wy, T)
-            _, h2 = ground_at(b, wx - e, wy, T)
-            _, h3 = ground_at(b, wx, wy + e, T)
-            _, h4 = ground_at(b, wx, wy - e, T)
+            h1 = height_at(b, wx + e, wy, T)
+            h2 = height_at(b, wx - e, wy, T)
+            h3 = height_at(b, wx, wy + e, T)
+            h4 = height_at(b, wx, wy - e, T)
             hx = (h1 - h2) / (2 * e)
             hy = (h3 - h4) / (2 * e)
             sbx[i] = c_psi * hx + s_psi * hy
@@ -387,7 +400,7 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     for i in range(4):
         wx = y[0] + c1 * xw[i] - s1 * yw[i]
         wy = y[1] + s1 * xw[i] + c1 * yw[i]
-        _, hg1[i] = ground_at(b, wx, wy, T)
+        hg1[i] = height_at(b, wx, wy, T)
     H1 = _energy(y, P, hg1)
     ground = H1 - H1_old + through
     dH = H1 - H0

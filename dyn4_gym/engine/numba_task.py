@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from .numba_plant import _NS, BOOK_ORDER, N_SCRATCH, PARALLEL_FROM, ground_at, ground_under_row, loads_row, substep_row
+from .numba_plant import _NS, BOOK_ORDER, N_SCRATCH, PARALLEL_FROM, ground_under_row, height_at, loads_row, substep_row
 
 __all__ = ["NumbaTask", "NumbaState", "TERM_ORDER", "INFO_COLUMNS", "FLAG_COLUMNS", "TERRAIN_FIELDS", "reset_rows", "observe",
            "step"]
@@ -218,7 +218,7 @@ def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, X, T, CXY, CH, IDX, S,
         K0 = K1 = K2 = K3 = K4 = K5 = 0.0
         r0 = r1 = r2 = 0.0
         for i in range(4):
-            _, hg = ground_at(b, 0.0 + 1.0 * xw[i] - 0.0 * yw[i], 0.0 + 0.0 * xw[i] + 1.0 * yw[i], T)
+            hg = height_at(b, 0.0 + 1.0 * xw[i] - 0.0 * yw[i], 0.0 + 0.0 * xw[i] + 1.0 * yw[i], T)
             K0 += kk[i]
             K1 += kk[i] * yw[i]
             K2 -= kk[i] * xw[i]
@@ -276,8 +276,15 @@ def _project(cxy, ch, b, idx, px, py, spacing):
     dx, dy = cxy[b, j + 1, 0] - p0x, cxy[b, j + 1, 1] - p0y
     rx, ry = px - p0x, py - p0y
     dd = dx * dx + dy * dy
-    lam = min(max((rx * dx + ry * dy) / dd, 0.0), 1.0)
-    e = (dx * ry - dy * rx) / math.sqrt(dd)
+    lam_free = (rx * dx + ry * dy) / dd
+    lam = min(max(lam_free, 0.0), 1.0)
+    cross = dx * ry - dy * rx
+    if lam_free > 0.0 and lam_free < 1.0:
+        e = cross / math.sqrt(dd)
+    else:  # past an end: the distance to it, signed by side (course.project)
+        fx, fy = rx - lam * dx, ry - lam * dy
+        dist = math.sqrt(fx * fx + fy * fy)
+        e = dist if cross >= 0 else -dist
     h0, h1 = ch[b, j], ch[b, j + 1]
     return j, (j + lam) * spacing, e, h0 + lam * (h1 - h0)
 

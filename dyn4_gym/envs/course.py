@@ -9,8 +9,9 @@ midpoint rule. The car starts at the origin heading along +X.
 
 The projection searches a short window of segments around the last index (no search over the
 whole course), picks the nearest with the gradient cut, then measures in it: arc length
-``s = (j + lambda) spacing``, signed cross-track ``e`` (left +) and the interpolated course
-heading, all differentiable in the query point.
+``s = (j + lambda) spacing``, signed cross-track ``e`` (left +: the distance to the segment's line
+beside it, to its end point past an end, so ``e`` is continuous on the outside of a bend) and
+the interpolated course heading, all differentiable in the query point.
 """
 
 from __future__ import annotations
@@ -76,8 +77,16 @@ def project(xy_course, heading, idx, point, spacing: float, back: int = 2, fwd: 
     d = _gather_pts(xy_course, (j + 1).unsqueeze(-1)).squeeze(1) - p0
     rel = point - p0
     dd = (d * d).sum(-1)
-    lam = ((rel * d).sum(-1) / dd).clamp(0.0, 1.0)
-    e = (d[..., 0] * rel[..., 1] - d[..., 1] * rel[..., 0]) / torch.sqrt(dd)
+    lam_free = (rel * d).sum(-1) / dd
+    lam = lam_free.clamp(0.0, 1.0)
+    cross = d[..., 0] * rel[..., 1] - d[..., 1] * rel[..., 0]
+    # beside the segment: the signed distance to its line; past an end (the outside of a bend):
+    # the distance to that end point, signed by side, so e is continuous where the nearest
+    # segment changes there
+    inside = (lam_free > 0.0) & (lam_free < 1.0)
+    foot2 = ((rel - lam.unsqueeze(-1) * d) ** 2).sum(-1)
+    dist = torch.sqrt(torch.where(inside, torch.ones_like(foot2), foot2))
+    e = torch.where(inside, cross / torch.sqrt(dd), torch.where(cross >= 0, dist, -dist))
     s = (j.to(point.dtype) + lam) * spacing
     h0 = torch.gather(heading, 1, j.unsqueeze(-1)).squeeze(-1)
     h1 = torch.gather(heading, 1, (j + 1).unsqueeze(-1)).squeeze(-1)

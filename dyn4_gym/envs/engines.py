@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from .core import TaskCore, TaskState
+from .inputs import to_numpy_info
 from .rewards import StepContext
 
 __all__ = ["TorchEngine", "NumbaEngine", "make_engine", "ENGINES"]
@@ -78,6 +79,16 @@ class TorchEngine:
                 _nested_np(info))
 
     @staticmethod
+    def info(raw: dict) -> dict:
+        """A step's info as a dict of arrays (one entry per row)."""
+        return raw
+
+    @staticmethod
+    def info_row(raw: dict, row: int) -> dict:
+        """A step's info for one row, as Python scalars."""
+        return to_numpy_info(raw, row)
+
+    @staticmethod
     def episodes(state: TaskState) -> np.ndarray:
         return _np(state.episode).copy()
 
@@ -107,8 +118,11 @@ class NumbaEngine:
 
         self.core, self._nt = core, nt
         self.task = nt.NumbaTask(core)
-        self._cols = {n: j for j, n in enumerate(nt.INFO_COLUMNS)}
+        # names repeat between the terms and the books ("damper"): one map each
         self._nb = len(nt.TERM_ORDER)
+        self._terms = {n: j for j, n in enumerate(nt.TERM_ORDER)}
+        self._books = {n: self._nb + j for j, n in enumerate(nt.BOOK_ORDER)}
+        self._cols = {n: j for j, n in enumerate(nt.INFO_COLUMNS) if j >= self._nb + len(nt.BOOK_ORDER)}
 
     def __getstate__(self):
         return {"core": self.core}  # the kernels are the module's; rebuilt on load
@@ -137,25 +151,32 @@ class NumbaEngine:
         obs, reward, info, flags = self._nt.step(self.task, state, np.ascontiguousarray(actions, dtype=np.float64),
                                                  active)
         extra = self._custom_terms(state, prev, info, flags, reward, active) if self.task.custom else {}
-        return state, obs, reward, flags[:, 0], flags[:, 1], self.unpack(info, flags, extra)
+        return state, obs, reward, flags[:, 0], flags[:, 1], (info, flags, extra)
 
-    def unpack(self, info: np.ndarray, flags: np.ndarray, extra: dict | None = None) -> dict:
+    def info(self, raw) -> dict:
         """One step's packed info as the faces' dict of arrays (``info["reward_terms"]`` ...)."""
-        nt, c = self._nt, self._cols
-        terms = {n: info[:, j] for j, n in enumerate(nt.TERM_ORDER) if n in self.core.terms and n not in self.task.custom}
-        terms.update(extra or {})
-        return dict(reward_terms={n: terms[n] for n in self.core.terms},
-                    books={n: info[:, c[n]] for n in nt.BOOK_ORDER}, success=flags[:, 2],
-                    out_of_corridor=flags[:, 3], rollover=flags[:, 4], nonfinite=flags[:, 5],
-                    progress=info[:, c["progress_info"]], distance=info[:, c["distance"]], s=info[:, c["s"]],
-                    cross_track=info[:, c["cross_track_info"]])
+        info, flags, extra = raw
+        return self._unpack(lambda j: info[:, j], lambda j: flags[:, j], extra)
+
+    def info_row(self, raw, row: int) -> dict:
+        """One step's packed info for ``row``, as Python scalars (the single env's info)."""
+        info, flags, extra = raw
+        vals, fl = info[row].tolist(), flags[row].tolist()
+        return self._unpack(vals.__getitem__, fl.__getitem__, {n: float(v[row]) for n, v in extra.items()})
+
+    def _unpack(self, col, flag, extra: dict) -> dict:
+        c, bc = self._cols, self._books
+        terms = {n: extra[n] if n in extra else col(self._terms[n]) for n in self.core.terms}
+        return dict(reward_terms=terms, books={n: col(j) for n, j in bc.items()}, success=flag(2),
+                    out_of_corridor=flag(3), rollover=flag(4), nonfinite=flag(5), progress=col(c["progress_info"]),
+                    distance=col(c["distance"]), s=col(c["s"]), cross_track=col(c["cross_track_info"]))
 
     def _custom_terms(self, st, prev, info, flags, reward, active) -> dict:
         """The non-built-in terms, in torch on the step's context; updates ``reward`` / ``info`` /
         ``flags`` in place with the non-finite guard, as TaskCore.step does."""
         nt, c, core = self._nt, self._cols, self.core
         t = torch.from_numpy
-        books = {n: t(info[:, c[n]]) for n in nt.BOOK_ORDER}
+        books = {n: t(info[:, j]) for n, j in self._books.items()}
         failed = flags[:, 3] | flags[:, 4] | flags[:, 5]
         ctx = StepContext(progress=t(info[:, c["progress_info"]]), speed=t(st.x[:, 3]), target_speed=t(st.target_speed),
                           cross_track=t(info[:, c["cross_track_info"]]), half_width=core.cfg.course.half_width,

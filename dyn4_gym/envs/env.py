@@ -123,10 +123,10 @@ class Dyn4Env(gym.Env):
         if self._runner.state is None:
             raise RuntimeError("call reset() before step()")
         a = check_actions(action, None)
-        obs, reward, term, trunc, info = self._runner.step(a[None])
+        obs, reward, term, trunc, raw = self._runner.step(a[None])
         if self.render_mode == "human":
             self.render()
-        return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), to_numpy_info(info, 0)
+        return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), self._runner.info_row(raw, 0)
 
     def render(self):
         if self.render_mode is None:

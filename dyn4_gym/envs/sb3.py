@@ -14,7 +14,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from .config import EnvConfig
 from .core import OBS_CLIP, OBS_NAMES
-from .inputs import check_actions, to_numpy_info
+from .inputs import check_actions
 from .vector import BatchRunner
 
 __all__ = ["Dyn4SB3VecEnv"]
@@ -45,9 +45,9 @@ class Dyn4SB3VecEnv(VecEnv):
         self._actions = check_actions(actions, self.num_envs)
 
     def step_wait(self):
-        obs, reward, term, trunc, info = self.runner.step(self._actions)
+        obs, reward, term, trunc, raw = self.runner.step(self._actions)
         done = term | trunc
-        infos = [to_numpy_info(info, i) for i in range(self.num_envs)]
+        infos = [self.runner.info_row(raw, i) for i in range(self.num_envs)]
         if done.any():
             for i in np.flatnonzero(done):
                 infos[i]["terminal_observation"] = obs[i].copy()

@@ -78,9 +78,16 @@ class BatchRunner:
 
     def step(self, actions: np.ndarray, active: np.ndarray | None = None):
         """``(obs, reward, terminated, truncated, info)`` as numpy; rows not ``active`` are not
-        stepped (zeros; reset them next)."""
+        stepped (zeros; reset them next). ``info`` is the engine's packed form: read it with
+        :meth:`info` (a dict of arrays) or :meth:`info_row` (one row's scalars)."""
         self.state, obs, reward, term, trunc, info = self.engine.step(self.state, actions, active)
         return obs, reward, term, trunc, info
+
+    def info(self, raw) -> dict:
+        return self.engine.info(raw)
+
+    def info_row(self, raw, row: int) -> dict:
+        return self.engine.info_row(raw, row)
 
     def autoreset(self, mask: np.ndarray) -> np.ndarray:
         """Move the rows in ``mask`` to their next episode; returns their new observations
@@ -166,10 +173,11 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
         if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._done.any():
             # rows due for a reset are not stepped: they are reset, their action ignored, reward 0
             pending = self._done.copy()
-            obs, reward, term, trunc, info = self.runner.step(a, active=~pending)
+            obs, reward, term, trunc, raw = self.runner.step(a, active=~pending)
             obs[pending] = self.runner.autoreset(pending)
         else:
-            obs, reward, term, trunc, info = self.runner.step(a)
+            obs, reward, term, trunc, raw = self.runner.step(a)
+        info = self.runner.info(raw)
         done = term | trunc
         if self.autoreset_mode == AutoresetMode.SAME_STEP and done.any():
             final_obs = np.full(n, None, dtype=object)

@@ -1,0 +1,183 @@
+"""The two engines of the numpy faces are one task (envs/engines.py): the Numba kernel against the
+torch task core in float64, over whole episodes with resets, and both against the env golden.
+
+Regenerate the golden only on purpose: ``DYN4_GOLDEN_WRITE=1 python -m pytest tests/test_engine_env.py``.
+"""
+
+import json
+import os
+import pickle
+import warnings
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium.vector import AutoresetMode
+
+import dyn4_gym
+from dyn4_gym.envs import ConfigError, Dyn4Env, Dyn4VectorEnv, RewardTerm
+
+GOLDEN = Path(__file__).parent / "data" / "env_golden.json"
+TASKS = {"default": {}, "flat": {"ground": dict(dyn4_gym.FLAT_GROUND)},
+         "sliding": {"target_speed": 16.0, "ground": {"base_mu": 0.35}},  # past the tires' peak often
+         "creeping": {"target_speed": 1.0, "start_speed": 0.0, "ground": {"bump_height_min": 0.2,
+                                                                            "bump_height_max": 0.3}}}
+
+
+def _rel(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1.0))) if a.size else 0.0
+
+
+def _same_obs(a, b):
+    """Observations are float32 on both engines: equal to float32 rounding (6e-8), except where
+    the course projection ties between two segments at an outside corner of the centre line: a
+    1e-14 m difference in the state picks the other segment and the cross-track and heading
+    entries jump by up to ~1e-4 (measured 1.7e-5 of the half-width). Such ties are rare (<= 1 in
+    10^4 entries) and touch those two entries only."""
+    d = np.abs(a.astype(np.float64) - b) / np.maximum(np.abs(b.astype(np.float64)), 1.0)
+    off = d > 2e-7
+    assert off.mean() <= 1e-4, off.mean()
+    assert set(np.nonzero(off)[2].tolist()) <= {17, 18}, np.nonzero(off)
+    assert d.max() < 1e-3
+
+
+def _drive(env, n_steps, seed=0, n=4):
+    """Random actions (with a drive bias, so episodes end and reset) on a vector env; every output."""
+    rng = np.random.default_rng(seed)
+    out = {"obs": [], "reward": [], "term": [], "trunc": [], "books": [], "terms": []}
+    obs, _ = env.reset(seed=seed)
+    out["obs"].append(obs)
+    for _ in range(n_steps):
+        a = np.clip(rng.normal([0.0, 0.5], [0.6, 0.6], (n, 2)), -1.5, 1.5).astype(np.float32)
+        obs, r, te, tr, info = env.step(a)
+        out["obs"].append(obs)
+        out["reward"].append(r)
+        out["term"].append(te)
+        out["trunc"].append(tr)
+        out["books"].append(np.stack([info["books"][k] for k in sorted(info["books"])], -1))
+        out["terms"].append(np.stack([info["reward_terms"][k] for k in sorted(info["reward_terms"])], -1))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_same_seed_same_actions_same_episodes_on_both_engines(task):
+    """1,000 steps, 4 rows, resets included: the engines agree to 1e-9 (float64)."""
+    kw = dict(TASKS[task], dtype="float64", episode_steps=150)
+    nb = _drive(Dyn4VectorEnv(num_envs=4, engine="numba", **kw), 1000)
+    tc = _drive(Dyn4VectorEnv(num_envs=4, engine="torch", **kw), 1000)
+    assert (nb["term"] | nb["trunc"]).sum() >= 8  # resets happened
+    assert np.array_equal(nb["term"], tc["term"]) and np.array_equal(nb["trunc"], tc["trunc"])
+    _same_obs(nb["obs"], tc["obs"])
+    assert _rel(nb["reward"], tc["reward"]) < 1e-9
+    assert _rel(nb["terms"], tc["terms"]) < 1e-9
+    scale = 1e5  # J: the books lines are differences of energies ~1e5-1e6 J
+    assert np.max(np.abs(nb["books"] - tc["books"])) / scale < 1e-9
+
+
+def test_the_engines_reproduce_the_env_golden():
+    """A seeded drive on the default task: both engines reproduce the recorded rewards, books and
+    terminations (1e-9) and observations (float32)."""
+    kw = dict(dtype="float64", episode_steps=60)
+    runs = {e: _drive(Dyn4VectorEnv(num_envs=4, engine=e, **kw), 150, seed=11) for e in ("torch", "numba")}
+    if os.environ.get("DYN4_GOLDEN_WRITE"):
+        r = runs["torch"]
+        GOLDEN.write_text(json.dumps({"about": "tests/test_engine_env.py: 150 steps, 4 rows, seed 11, "
+                                               "Dyn4Humvee-v0 with episode_steps=60, float64, torch engine",
+                                      **{k: r[k].tolist() for k in ("obs", "reward", "term", "trunc", "books")}}))
+    g = json.loads(GOLDEN.read_text())
+    for eng, r in runs.items():
+        assert np.array_equal(r["term"], g["term"]) and np.array_equal(r["trunc"], g["trunc"]), eng
+        assert _rel(r["reward"], g["reward"]) < 1e-9, eng
+        assert np.max(np.abs(r["books"] - np.asarray(g["books"]))) / 1e5 < 1e-9, eng
+        _same_obs(r["obs"], np.asarray(g["obs"], dtype=np.float32))
+
+
+def test_single_env_is_a_vector_row_on_the_numba_engine():
+    env = gym.make("Dyn4Humvee-v0")
+    assert env.unwrapped.engine == "numba"
+    v = Dyn4VectorEnv(num_envs=3)
+    vo, _ = v.reset(seed=20)
+    o, _ = env.reset(seed=22)
+    assert np.array_equal(o, vo[2])
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        a = rng.uniform(-1, 1, (3, 2)).astype(np.float32)
+        vo, vr, *_ = v.step(a)
+        o, r, *_ = env.step(a[2])
+        assert np.array_equal(o, vo[2]) and r == vr[2]
+
+
+def test_custom_reward_terms_run_after_the_kernel():
+    def _lateral(ctx):
+        return -ctx.cross_track.abs() * ctx.speed
+
+    def _blow(ctx):  # non-finite on purpose where the car is right of the line
+        return torch.where(ctx.cross_track < 0, torch.full_like(ctx.speed, float("inf")), torch.zeros_like(ctx.speed))
+
+    terms = (RewardTerm("lateral", _lateral), RewardTerm("blow", _blow))
+    kw = dict(dtype="float64", reward_terms=terms, reward_weights={"lateral": 0.3, "blow": 1.0})
+    nb = _drive(Dyn4VectorEnv(num_envs=4, engine="numba", **kw), 120)
+    tc = _drive(Dyn4VectorEnv(num_envs=4, engine="torch", **kw), 120)
+    assert np.array_equal(nb["term"], tc["term"])
+    assert _rel(nb["reward"], tc["reward"]) < 1e-9 and _rel(nb["terms"], tc["terms"]) < 1e-9
+    assert np.isfinite(nb["reward"]).all() and nb["term"].any()  # the inf rows ended with the penalty
+
+
+def test_engine_choice_and_fallbacks():
+    assert Dyn4Env().engine == "numba"
+    assert Dyn4Env(engine="torch").engine == "torch"
+    assert Dyn4Env(compile=True).engine == "torch"  # auto: compile asks for the torch engine
+    with pytest.raises(ConfigError, match="config.engine"):
+        Dyn4Env(engine="numba", compile=True)
+    with pytest.raises(ConfigError, match="config.engine"):
+        Dyn4Env(engine="jax")
+    grid = {"kind": "grid", "mu": np.full((4, 4), 0.5).tolist()}
+    with pytest.warns(RuntimeWarning, match="torch engine"):
+        env = Dyn4Env(ground=grid)
+    assert env.engine == "torch"
+    env = gym.make("Dyn4Humvee-v0", engine="torch")
+    assert env.spec.kwargs["engine"] == "torch" and gym.spec("Dyn4Humvee-v0").kwargs["engine"] == "auto"
+    # reset options may switch the engine; the next episode runs on it
+    env.reset(seed=0, options={"engine": "numba"})
+    assert env.unwrapped.engine == "numba"
+
+
+def test_numba_env_pickles_and_runs_in_subprocesses():
+    env = gym.make("Dyn4Humvee-v0")
+    env.reset(seed=4)
+    env.step(np.array([0.1, 0.5]))
+    clone = pickle.loads(pickle.dumps(env))
+    a, b = env.step(np.array([0.2, 0.3])), clone.step(np.array([0.2, 0.3]))
+    assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning from the fast path
+        av = gym.make_vec("Dyn4Humvee-v0", num_envs=2, vectorization_mode="async")
+        sv = gym.make_vec("Dyn4Humvee-v0", num_envs=2, vectorization_mode="sync")
+    try:
+        oa, _ = av.reset(seed=3)
+        os_, _ = sv.reset(seed=3)
+        assert np.array_equal(oa, os_)
+        acts = np.array([[0.1, 0.4], [-0.2, 0.6]], dtype=np.float32)
+        for _ in range(5):
+            ra, rs = av.step(acts), sv.step(acts)
+            assert np.array_equal(ra[0], rs[0]) and np.array_equal(ra[1], rs[1])
+    finally:
+        av.close()
+        sv.close()
+
+
+def test_next_step_rows_due_for_a_reset_are_not_stepped():
+    v = Dyn4VectorEnv(num_envs=3, episode_steps=2, autoreset_mode=AutoresetMode.NEXT_STEP)
+    v.reset(seed=5)
+    a = np.zeros((3, 2), np.float32)
+    v.step(a)
+    v.step(a)  # all rows truncate here
+    fresh = Dyn4VectorEnv(num_envs=3)
+    fresh.reset(seed=5)
+    fresh.runner.autoreset(np.ones(3, bool))  # the same streams, next episode
+    o, r, te, tr, _ = v.step(np.ones((3, 2), np.float32))
+    assert np.array_equal(o, fresh.runner.engine.observe(fresh.runner.state)) and (r == 0).all()
+    assert not (te | tr).any() and (v.runner.episodes == 1).all() and (v.runner.state.t == 0).all()
