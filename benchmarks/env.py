@@ -1,79 +1,128 @@
-"""Environment throughput: env steps per second (each is control_dt / hdt = 5 plant substeps).
+"""Environment throughput, both engines, one table: env steps per second (1 env step = 5 plant
+substeps of 0.01 s), with Gymnasium's ``Pendulum-v1`` measured in the same run as the yardstick.
 
-Single env with random actions, the native vector env at 16, 256 and 4096 rows, the SB3
-adapter at 16 rows, and the differentiable env forward plus backward at 256 rows over a 32-step
-window. ``--compile`` adds the torch.compile'd step for the single env and the 4096-row vector
-env (compiling takes minutes per batch size on a 2-core CPU).
+Rows: the single env through ``gym.make`` (its default wrappers) with random actions and resets;
+the native vector env (``make_vec``) at 16, 256 and 4096 rows; the SB3 adapter at 16 rows;
+``make_vec_env`` of 8 single envs (what SB3 tutorials do); the Numba kernel's plant substeps at
+batch 1 and 4096; the first-call times (cold compile or Numba's disk cache); and the torch
+engine's rows (eager; ``--compile`` adds torch.compile, minutes per batch size) for comparison.
 
-    python benchmarks/env.py [--compile] [--rows 16 256 4096]
+    python benchmarks/env.py [--compile] [--rows 16 256 4096] [--seconds 2] [--custom-term]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import resource
 import time
 
+import gymnasium as gym
 import numpy as np
 import torch
 
 import dyn4_gym  # noqa: F401
-import gymnasium as gym
-from dyn4_gym.envs import Dyn4DiffEnv, Dyn4VectorEnv
+from dyn4_gym.envs import Dyn4DiffEnv, Dyn4VectorEnv, RewardTerm
+
+SECONDS = 2.0
 
 
-def _rate(step, n_rows, min_time=2.0, min_iter=3):
+def _rate(step, n_rows, min_iter=3):
     step()
     n, t0 = 0, time.perf_counter()
-    while n < min_iter or time.perf_counter() - t0 < min_time:
+    while n < min_iter or time.perf_counter() - t0 < SECONDS:
         step()
         n += 1
     return n * n_rows / (time.perf_counter() - t0)
 
 
-def bench_single(compile_: bool):
-    env = gym.make("Dyn4Humvee-v0", compile=compile_)
+def bench_single(env_id="Dyn4Humvee-v0", **kw):
+    """``gym.make`` with its default wrappers, random actions from the action space, resets."""
+    env = gym.make(env_id, **kw)
+    t0 = time.perf_counter()
     env.reset(seed=0)
-    rng = np.random.default_rng(0)
+    env.step(env.action_space.sample())
+    first = time.perf_counter() - t0
+    env.action_space.seed(0)
+    acts = [env.action_space.sample() for _ in range(1024)]
+    i = [0]
 
     def step():
-        _, _, term, trunc, _ = env.step(rng.uniform(-1, 1, 2).astype(np.float32))
+        _, _, term, trunc, _ = env.step(acts[i[0] % 1024])
+        i[0] += 1
         if term or trunc:
             env.reset()
 
+    return _rate(step, 1), first
+
+
+def bench_vector(n, **kw):
+    env = Dyn4VectorEnv(num_envs=n, **kw)
     t0 = time.perf_counter()
-    step()
-    warm = time.perf_counter() - t0
-    return _rate(step, 1), warm
-
-
-def bench_vector(n, compile_: bool):
-    env = Dyn4VectorEnv(num_envs=n, compile=compile_)
     env.reset(seed=0)
     rng = np.random.default_rng(0)
+    acts = rng.uniform(-1, 1, (8, n, 2)).astype(np.float32)
+    env.step(acts[0])
+    first = time.perf_counter() - t0
+    i = [0]
 
     def step():
-        env.step(rng.uniform(-1, 1, (n, 2)).astype(np.float32))
+        env.step(acts[i[0] % 8])
+        i[0] += 1
 
-    t0 = time.perf_counter()
-    step()
-    warm = time.perf_counter() - t0
-    return _rate(step, n), warm
+    return _rate(step, n), first
 
 
-def bench_sb3(n):
+def bench_sb3(n, **kw):
     from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
 
-    env = Dyn4SB3VecEnv(num_envs=n)
+    env = Dyn4SB3VecEnv(num_envs=n, **kw)
     env.reset()
-    rng = np.random.default_rng(0)
-    return _rate(lambda: env.step(rng.uniform(-1, 1, (n, 2)).astype(np.float32)), n)
+    acts = np.random.default_rng(0).uniform(-1, 1, (8, n, 2)).astype(np.float32)
+    i = [0]
+
+    def step():
+        env.step(acts[i[0] % 8])
+        i[0] += 1
+
+    return _rate(step, n)
+
+
+def bench_make_vec_env(n=8, **kw):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    env = make_vec_env("Dyn4Humvee-v0", n_envs=n, seed=0, env_kwargs=kw)
+    env.reset()
+    acts = np.random.default_rng(0).uniform(-1, 1, (8, n, 2)).astype(np.float32)
+    i = [0]
+
+    def step():
+        env.step(acts[i[0] % 8])
+        i[0] += 1
+
+    return _rate(step, n)
+
+
+def bench_kernel(B):
+    """Plant substeps per second in the Numba kernel (books on), rows of the default task."""
+    from dyn4_gym.engine import numba_plant as npl
+    from dyn4_gym.envs.engines import NumbaEngine
+    from dyn4_gym.envs import TaskCore, EnvConfig
+
+    eng = NumbaEngine(TaskCore(EnvConfig()))
+    st = eng.new_state(np.arange(B), np.zeros(B, dtype=np.int64))
+    u = np.zeros((B, 2))
+    x = st.x.copy()
+    return _rate(lambda: npl.dyn4_step_np(x, u, (eng.task.P, eng.task.grade, eng.task.passive), st.terrain,
+                                          books=True), B)
 
 
 def bench_diff(n=256, window=32):
     env = Dyn4DiffEnv(num_envs=n)
     obs = env.reset(seed=0)
-    policy = torch.nn.Sequential(torch.nn.Linear(obs.shape[1], 64), torch.nn.Tanh(), torch.nn.Linear(64, 2), torch.nn.Tanh())
+    policy = torch.nn.Sequential(torch.nn.Linear(obs.shape[1], 64), torch.nn.Tanh(), torch.nn.Linear(64, 2),
+                                 torch.nn.Tanh())
 
     def window_step():
         o = env.detach()
@@ -83,33 +132,123 @@ def bench_diff(n=256, window=32):
             total = total + r.sum()
         total.backward()
 
+    window_step()
     t0 = time.perf_counter()
     window_step()
-    dt = time.perf_counter() - t0
-    return n * window / dt
+    return n * window / (time.perf_counter() - t0)
+
+
+_FIRST = """
+import time
+t0 = time.perf_counter()
+import gymnasium as gym, numpy as np, dyn4_gym
+env = gym.make("Dyn4Humvee-v0")
+env.reset(seed=0)
+env.step(env.action_space.sample())
+t1 = time.perf_counter()
+v = gym.make_vec("Dyn4Humvee-v0", num_envs=4096)
+v.reset(seed=0)
+v.step(np.zeros((4096, 2), np.float32))
+print(t1 - t0, time.perf_counter() - t1)
+"""
+
+
+def first_calls():
+    """Import + make + reset + step in a new process: cold (an empty Numba cache) then warm (the
+    cache the cold run wrote). Returns ``((single, vector 4096) cold, (single, vector) warm)`` [s]."""
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        out = [tuple(float(v) for v in subprocess.run([sys.executable, "-c", _FIRST], env=env, check=True,
+                                                       capture_output=True, text=True).stdout.split())
+               for _ in range(2)]
+    return out
+
+
+def bench_ppo(engine: str, steps: int = 8192, n_envs: int = 8):
+    """SB3 PPO as a tutorial writes it, ``make_vec_env("Dyn4Humvee-v0", n_envs=8)``: env steps
+    per second of ``learn`` (rollouts and updates)."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    env = make_vec_env("Dyn4Humvee-v0", n_envs=n_envs, seed=0, env_kwargs={"engine": engine})
+    model = PPO("MlpPolicy", env, n_steps=256, batch_size=256, n_epochs=4, seed=0, device="cpu", verbose=0)
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=steps)
+    return model.num_timesteps / (time.perf_counter() - t0)
+
+
+def _lateral(ctx):
+    return -ctx.cross_track.abs() * ctx.speed
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--compile", action="store_true")
+    global SECONDS
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--compile", action="store_true", help="add torch.compile'd rows (minutes each)")
     ap.add_argument("--rows", type=int, nargs="+", default=[16, 256, 4096])
+    ap.add_argument("--seconds", type=float, default=SECONDS, help="time per figure")
+    ap.add_argument("--custom-term", action="store_true", help="add the single env with one custom reward term")
+    ap.add_argument("--no-torch", action="store_true", help="skip the torch engine's rows")
+    ap.add_argument("--ppo", action="store_true", help="SB3 PPO on make_vec_env(n_envs=8), both engines")
+    ap.add_argument("--first-call", action="store_true", help="time a new process's first step, cold and warm cache")
     args = ap.parse_args()
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, float32; env steps per second "
-          f"(1 env step = 5 substeps of 0.01 s)")
-    rate, _ = bench_single(False)
-    print(f"{'single env (eager)':40s} {rate:12,.0f}", flush=True)
-    if args.compile:
-        rate, warm = bench_single(True)
-        print(f"{'single env (compiled)':40s} {rate:12,.0f}   (compile {warm:.0f} s)", flush=True)
+    SECONDS = args.seconds
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; torch {torch.__version__} "
+          f"({torch.get_num_threads()} threads); env steps per second, random actions")
+    pend, _ = bench_single("Pendulum-v1")
+    rows = [("Pendulum-v1, gym.make (yardstick)", pend, None, "")]
+
+    def add(name, rate, first=None, vs=None):
+        ratio = f"{rate / pend:6.2f}x Pendulum" if vs == "pend" else ""
+        rows.append((name, rate, first, ratio))
+        print(f"{name:48s} {rate:12,.0f} {'' if first is None else f'(first call {first:5.1f} s)':22s} {ratio}",
+              flush=True)
+
+    print(f"{rows[0][0]:48s} {pend:12,.0f}")
+    r, first = bench_single()
+    add("numba: single env, gym.make", r, first, "pend")
+    if args.custom_term:
+        r, _ = bench_single(reward_terms=(RewardTerm("lateral", _lateral),), reward_weights={"lateral": 0.1})
+        add("numba: single env + 1 custom reward term", r, None, "pend")
     for n in args.rows:
-        rate, _ = bench_vector(n, False)
-        print(f"{f'vector env, {n} rows (eager)':40s} {rate:12,.0f}", flush=True)
-    if args.compile:
-        n = max(args.rows)
-        rate, warm = bench_vector(n, True)
-        print(f"{f'vector env, {n} rows (compiled)':40s} {rate:12,.0f}   (compile {warm:.0f} s)", flush=True)
-    print(f"{'SB3 adapter, 16 rows (eager)':40s} {bench_sb3(16):12,.0f}", flush=True)
-    print(f"{'differentiable env, 256 rows, fwd+bwd, 32-step window':40s} {bench_diff():12,.0f}", flush=True)
+        r, first = bench_vector(n)
+        add(f"numba: make_vec, {n} rows", r, first, "pend")
+    single = rows[1][1]
+    r = bench_sb3(16)
+    add("numba: SB3 adapter, 16 rows", r)
+    print(f"{'':48s} {'':12s} {'':22s} {r / single:6.2f}x the single env")
+    add("numba: SB3 make_vec_env, 8 single envs", bench_make_vec_env(8))
+    for B in (1, 4096):
+        add(f"numba kernel: plant substeps/s, batch {B}", bench_kernel(B))
+    if not args.no_torch:
+        r, first = bench_single(engine="torch")
+        add("torch eager: single env, gym.make", r, first, "pend")
+        if args.compile:
+            r, first = bench_single(engine="torch", compile=True)
+            add("torch compiled: single env", r, first, "pend")
+        for n in args.rows:
+            r, _ = bench_vector(n, engine="torch")
+            add(f"torch eager: make_vec, {n} rows", r)
+        if args.compile:
+            r, first = bench_vector(max(args.rows), engine="torch", compile=True)
+            add(f"torch compiled: make_vec, {max(args.rows)} rows", r, first)
+        add("torch eager: SB3 adapter, 16 rows", bench_sb3(16, engine="torch"))
+        add("torch: differentiable env, 256 rows, fwd+bwd", bench_diff())
+    if args.ppo:
+        nb = bench_ppo("numba")
+        add("PPO learn, make_vec_env(n_envs=8), numba engine", nb)
+        if not args.no_torch:
+            tc = bench_ppo("torch", steps=2048)
+            add("PPO learn, make_vec_env(n_envs=8), torch engine", tc)
+            print(f"{'':48s} {'':12s} {'':22s} {nb / tc:6.1f}x faster on numba")
+    if args.first_call:
+        (c1, c2), (w1, w2) = first_calls()
+        print(f"first call in a new process (import, make, reset, step): single env {c1:.1f} s cold, {w1:.1f} s "
+              f"warm cache; + make_vec 4096 rows {c2:.1f} s cold, {w2:.1f} s warm")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 

@@ -32,16 +32,12 @@ def _rel(a, b):
 
 
 def _same_obs(a, b):
-    """Observations are float32 on both engines: equal to float32 rounding (6e-8), except where
-    the course projection ties between two segments at an outside corner of the centre line: a
-    1e-14 m difference in the state picks the other segment and the cross-track and heading
-    entries jump by up to ~1e-4 (measured 1.7e-5 of the half-width). Such ties are rare (<= 1 in
-    10^4 entries) and touch those two entries only."""
+    """Observations are float32 on both engines: equal to float32 rounding. (Where the course
+    projection ties between two segments at an outside corner of the centre line, a 1e-14 m state
+    difference picks the other segment; course.project keeps the cross-track continuous there, so
+    the observation does not jump.)"""
     d = np.abs(a.astype(np.float64) - b) / np.maximum(np.abs(b.astype(np.float64)), 1.0)
-    off = d > 2e-7
-    assert off.mean() <= 1e-4, off.mean()
-    assert set(np.nonzero(off)[2].tolist()) <= {17, 18}, np.nonzero(off)
-    assert d.max() < 1e-3
+    assert d.max() < 2e-7, d.max()
 
 
 def _drive(env, n_steps, seed=0, n=4):

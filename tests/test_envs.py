@@ -21,6 +21,7 @@ def test_gymnasium_and_sb3_checkers_pass_without_warnings(env_id):
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
     env = gym.make(env_id)
+    assert env.unwrapped.engine == "numba"  # the checkers run on the fast engine, the default
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         check_env(env.unwrapped)

@@ -1,0 +1,49 @@
+"""Soak: many random env steps on the vector env (all resets), counting non-finite states and
+observations outside the observation space; prints progress as it goes and the wall time.
+
+    python benchmarks/soak.py [--steps 1e7] [--rows 4096] [--engine auto]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from dyn4_gym.envs import Dyn4VectorEnv
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=float, default=1e7, help="env steps in all (rows x iterations)")
+    ap.add_argument("--rows", type=int, default=4096)
+    ap.add_argument("--engine", default="auto", choices=["auto", "numba", "torch"])
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    env = Dyn4VectorEnv(num_envs=args.rows, engine=args.engine)
+    obs, _ = env.reset(seed=args.seed)
+    space = env.single_observation_space
+    rng = np.random.default_rng(args.seed)
+    iters = int(np.ceil(args.steps / args.rows))
+    bad_obs = nonfinite = episodes = 0
+    t0 = last = time.perf_counter()
+    for k in range(iters):
+        obs, r, te, tr, info = env.step(rng.uniform(-1, 1, (args.rows, 2)).astype(np.float32))
+        inside = np.isfinite(obs).all(-1) & (obs >= space.low).all(-1) & (obs <= space.high).all(-1)
+        bad_obs += int((~inside).sum())
+        nonfinite += int(info["nonfinite"].sum()) + int((~np.isfinite(r)).sum())
+        episodes += int((te | tr).sum())
+        if time.perf_counter() - last > 30 or k == iters - 1:
+            last = time.perf_counter()
+            done = (k + 1) * args.rows
+            print(f"{done:12,d} steps  {done / (last - t0):9,.0f} steps/s  episodes {episodes:9,d}  "
+                  f"non-finite {nonfinite}  obs outside the space {bad_obs}", flush=True)
+    wall = time.perf_counter() - t0
+    print(f"soak: {iters * args.rows:,d} env steps ({args.rows} rows, engine {env.runner.engine.name}) in {wall:.0f} s; "
+          f"{episodes:,d} episodes; non-finite {nonfinite}; observations outside the space {bad_obs}")
+    return 0 if nonfinite == 0 and bad_obs == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
