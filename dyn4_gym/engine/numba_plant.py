@@ -1,7 +1,7 @@
 """The four-wheel plant's substep in Numba: the forward engine for CPU (docs/plant.md, "The step").
 
 The same equations as :func:`dyn4_gym.plant.dyn4_step` (the torch reference), stage by stage and
-in the same order, compiled with ``@njit(cache=True)`` and parallel over rows (``prange``), in
+in the same order, compiled with ``@njit(cache=True, error_model="numpy")`` and parallel over rows (``prange``), in
 float64 with no allocation per wheel. :func:`dyn4_step_np` steps a batch of states on the batched
 terrain of the ``"rough"`` kind (hills, friction discs, bumps; ``Flat`` is the kind with no hills,
 patches or bumps) and returns the next states and every books line. tests/test_engine.py holds
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def pack_terrain(t, batch: int) -> tuple:
     return arrs + (float(t.patch_edge),)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _atanc(x, atan_x):
     """``atan(x) / x`` (a series near 0), from ``atan_x = atan(x)`` already at hand."""
     if abs(x) < 1e-4:
@@ -75,7 +76,7 @@ def _atanc(x, atan_x):
     return atan_x / x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _sinc(x):
     y = x / math.pi  # torch.sinc(x / pi), as the torch plant computes it
     if y == 0.0:
@@ -84,14 +85,14 @@ def _sinc(x):
     return math.sin(t) / t
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _softplus_floor(x, scale):
     z = x / scale
     sp = z if z > 20.0 else math.log1p(math.exp(z))
     return scale * max(sp, 1e-6)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _softcap(x, limit):
     width = 0.1
     s = x / limit
@@ -103,7 +104,7 @@ def _softcap(x, limit):
     return sg * limit * f
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _ellipse(r2):
     eps = 0.02
     rem = max(1.0 - r2, 0.0)
@@ -111,7 +112,7 @@ def _ellipse(r2):
     return (math.sqrt(rem + e2) - eps) / ((1.0 + e2) ** 0.5 - eps)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _secant(w, u, D, B, C, E, v_lat):
     ubar = math.sqrt(u * u + v_lat * v_lat)
     ratio = w / ubar
@@ -125,7 +126,7 @@ def _secant(w, u, D, B, C, E, v_lat):
     return D * _sinc(C * phi) * C * _atanc(psi, phi) * psi_over_alpha * alpha_over_w
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def height_at(b, X, Y, T):
     """The height [m] of row ``b``'s rough terrain ``T`` (:func:`pack_terrain`) at world point ``(X, Y)``."""
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
@@ -140,7 +141,7 @@ def height_at(b, X, Y, T):
     return h + hb
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ground_at(b, X, Y, T):
     """``(mu, h)`` of row ``b``'s rough terrain ``T`` at world point ``(X, Y)``."""
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
@@ -156,7 +157,7 @@ def ground_at(b, X, Y, T):
     return DEFAULT_MU + 1.0 * (mu - DEFAULT_MU), height_at(b, X, Y, T)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ground_under_row(b, Xp, Yp, psi, P, slopes, T, mu_g, hg, sbx, sby):
     """corners.ground_under for one row: friction, height and body-frame slopes under the wheels."""
     xw, yw = P[_NS:_NS + 4], P[_NS + 4:_NS + 8]
@@ -179,7 +180,7 @@ def ground_under_row(b, Xp, Yp, psi, P, slopes, T, mu_g, hg, sbx, sby):
             sby[i] = -s_psi * hx + c_psi * hy
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def loads_row(x, P, passive, hg, sbx, sby, rate, hdot, spring, Fz):
     """Corner rates, ground rates, spring forces and floored loads (corners.forces_at, stage 3)."""
     xw, yw, Fz0 = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 8:_NS + 12]
@@ -195,7 +196,7 @@ def loads_row(x, P, passive, hg, sbx, sby, rate, hdot, spring, Fz):
 N_SCRATCH = 22  # per-wheel scratch rows of one substep
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _corner_sum(w, xw, yw):
     """``(zz, zp, zt, pp, pt, tt)`` of ``sum_i w_i a_i a_i^T``, ``a_i = (1, y_i, -x_i)`` (corners.corner_sum)."""
     s0 = s1 = s2 = s3 = s4 = s5 = 0.0
@@ -209,7 +210,7 @@ def _corner_sum(w, xw, yw):
     return s0, s1, s2, s3, s4, s5
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _energy(x, P, hg):
     m, Iz, g, Ix, Iy = P[0], P[1], P[3], P[15], P[16]
     xw, yw, Fz0, kk = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 8:_NS + 12], P[_NS + 28:_NS + 32]
@@ -222,7 +223,7 @@ def _energy(x, P, hg):
     return kin + pot + m * g * x[6]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W):
     """One substep of row ``b``: state ``x (14,)`` and input ``(d_in, a_in)`` -> ``y (14,)`` and,
     with ``want_books``, the books ``bk (11,)`` (``BOOK_ORDER``). ``W (N_SCRATCH, 4)`` is scratch,
@@ -416,10 +417,17 @@ def _step_rows_py(X0, U, P, grade, passive, hdt, want_books, T, X1, BK):
         substep_row(X0[b], U[b, 0], U[b, 1], P, grade, passive, hdt, want_books, b, T, X1[b], BK[b], W)
 
 
-# one serial and one row-parallel build of the same function: a thread pool's start costs more
-# than a small batch's whole step
-_step_rows_serial = njit(cache=True)(_step_rows_py)
-_step_rows_parallel = njit(cache=True, parallel=True)(_step_rows_py)
+def serial_and_parallel(fn):
+    """One serial and one row-parallel (``prange``) build of ``fn``: a thread pool's start costs
+    more than a small batch's whole step. The parallel build compiles a renamed copy, because
+    Numba's disk cache keys a function by its name and would hand the serial build to both."""
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_parallel", fn.__defaults__,
+                              fn.__closure__)
+    twin.__qualname__ = fn.__qualname__ + "_parallel"
+    return njit(cache=True, error_model="numpy")(fn), njit(cache=True, error_model="numpy", parallel=True)(twin)
+
+
+_step_rows_serial, _step_rows_parallel = serial_and_parallel(_step_rows_py)
 PARALLEL_FROM = 256  # rows
 
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from .numba_plant import _NS, BOOK_ORDER, N_SCRATCH, PARALLEL_FROM, ground_under_row, height_at, loads_row, substep_row
+from .numba_plant import (_NS, BOOK_ORDER, N_SCRATCH, PARALLEL_FROM, ground_under_row, height_at, loads_row,
+                          serial_and_parallel, substep_row)
 
 __all__ = ["NumbaTask", "NumbaState", "TERM_ORDER", "INFO_COLUMNS", "FLAG_COLUMNS", "TERRAIN_FIELDS", "reset_rows", "observe",
            "step"]
@@ -120,7 +121,7 @@ class NumbaTask:
 
 
 # ------------------------------------------------------------------------------------ random streams
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _hash32(x):
     # _rng.hash32 (lowbias32); int64 products wrap, and only their low 32 bits are kept
     x = x & _MASK
@@ -131,7 +132,7 @@ def _hash32(x):
     return x ^ (x >> 16)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _uniforms(key, episode, out):
     """_rng.uniform for one row: ``out[:]`` in (0, 1) from the stream ``(key, episode)``."""
     w0, w1, w2, w3 = key & _MASK, (key >> 32) & _MASK, episode & _MASK, (episode >> 32) & _MASK
@@ -145,7 +146,7 @@ def _uniforms(key, episode, out):
 
 
 # ------------------------------------------------------------------------------------------ resets
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _on_course(cxy, ch, b, frac, lo, spacing, offset):
     """DrawContext.on_course for one point of row ``b``."""
     n = cxy.shape[1]
@@ -255,7 +256,7 @@ def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, X, T, CXY, CH, IDX, S,
 
 
 # ------------------------------------------------------------------------------- course and observe
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _project(cxy, ch, b, idx, px, py, spacing):
     """course.project for row ``b``: ``(j, s, e, course heading)`` near segment ``idx``."""
     n = cxy.shape[1]
@@ -289,12 +290,12 @@ def _project(cxy, ch, b, idx, px, py, spacing):
     return j, (j + lam) * spacing, e, h0 + lam * (h1 - h0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _wrap(a):
     return math.atan2(math.sin(a), math.cos(a))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _observe_row(b, x, P, grade, passive, T, CXY, CH, idx, s, vt, ahead, scales, spacing, W, out):
     """TaskCore.observe for row ``b`` into ``out (30,)`` (float32)."""
     Fz0 = P[_NS + 8:_NS + 12]
@@ -445,9 +446,7 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
         _observe_row(b, cur, P, grade, passive, T, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OBS[b])
 
 
-# one serial and one row-parallel build of each: a thread pool's start costs more than a small
-# batch's whole step
-_KERNELS = {name: (njit(cache=True)(fn), njit(cache=True, parallel=True)(fn))
+_KERNELS = {name: serial_and_parallel(fn)
             for name, fn in (("step", _step_py), ("observe", _observe_py), ("reset", _reset_rows_py))}
 
 
