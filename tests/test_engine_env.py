@@ -19,6 +19,9 @@ from gymnasium.vector import AutoresetMode
 import dyn4_gym
 from dyn4_gym.envs import ConfigError, Dyn4Env, Dyn4VectorEnv, RewardTerm
 
+BOOKS = ("dH", "damper", "dissipated", "drag", "grade", "ground", "lever", "limiter", "residual", "supplied", "tire")
+TERMS = ("action_rate", "comfort", "cross_track", "damper", "energy", "heading", "progress", "speed", "termination",
+         "tire_slip")
 GOLDEN = Path(__file__).parent / "data" / "env_golden.json"
 TASKS = {"default": {}, "flat": {"ground": dict(dyn4_gym.FLAT_GROUND)},
          "sliding": {"target_speed": 16.0, "ground": {"base_mu": 0.35}},  # past the tires' peak often
@@ -40,7 +43,7 @@ def _same_obs(a, b):
     assert d.max() < 2e-7, d.max()
 
 
-def _drive(env, n_steps, seed=0, n=4):
+def _drive(env, n_steps, seed=0, n=4, term_names=TERMS):
     """Random actions (with a drive bias, so episodes end and reset) on a vector env; every output."""
     rng = np.random.default_rng(seed)
     out = {"obs": [], "reward": [], "term": [], "trunc": [], "books": [], "terms": []}
@@ -53,8 +56,10 @@ def _drive(env, n_steps, seed=0, n=4):
         out["reward"].append(r)
         out["term"].append(te)
         out["trunc"].append(tr)
-        out["books"].append(np.stack([info["books"][k] for k in sorted(info["books"])], -1))
-        out["terms"].append(np.stack([info["reward_terms"][k] for k in sorted(info["reward_terms"])], -1))
+        # rows reset in this step (NEXT_STEP) carry no step info: zeros, as the env's own arrays
+        books, terms = info.get("books", {}), info.get("reward_terms", {})
+        out["books"].append(np.stack([books.get(k, np.zeros(n)) for k in BOOKS], -1))
+        out["terms"].append(np.stack([terms.get(k, np.zeros(n)) for k in term_names], -1))
     return {k: np.asarray(v) for k, v in out.items()}
 
 
@@ -115,8 +120,9 @@ def test_custom_reward_terms_run_after_the_kernel():
 
     terms = (RewardTerm("lateral", _lateral), RewardTerm("blow", _blow))
     kw = dict(dtype="float64", reward_terms=terms, reward_weights={"lateral": 0.3, "blow": 1.0})
-    nb = _drive(Dyn4VectorEnv(num_envs=4, engine="numba", **kw), 120)
-    tc = _drive(Dyn4VectorEnv(num_envs=4, engine="torch", **kw), 120)
+    names = TERMS + ("lateral", "blow")
+    nb = _drive(Dyn4VectorEnv(num_envs=4, engine="numba", **kw), 120, term_names=names)
+    tc = _drive(Dyn4VectorEnv(num_envs=4, engine="torch", **kw), 120, term_names=names)
     assert np.array_equal(nb["term"], tc["term"])
     assert _rel(nb["reward"], tc["reward"]) < 1e-9 and _rel(nb["terms"], tc["terms"]) < 1e-9
     assert np.isfinite(nb["reward"]).all() and nb["term"].any()  # the inf rows ended with the penalty

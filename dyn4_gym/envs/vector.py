@@ -105,6 +105,19 @@ class BatchRunner:
         return self.engine.task_state(self.state)
 
 
+def with_masks(info: dict, present: np.ndarray) -> dict:
+    """``info`` (nested dicts of per-row arrays) with Gymnasium's ``_key`` masks: next to every
+    key a bool array saying which rows hold it (``present``), at every level of nesting, as
+    ``gymnasium.vector.VectorEnv._add_info`` writes them (no key at all where no row holds it)."""
+    if not present.any():
+        return {}
+    out = {}
+    for k, v in info.items():
+        out[k] = with_masks(v, present) if isinstance(v, dict) else v
+        out[f"_{k}"] = present.copy()
+    return out
+
+
 class Dyn4VectorEnv(gym.vector.VectorEnv):
     """``num_envs`` cars in one torch batch; ``gym.make_vec("Dyn4Humvee-v0", num_envs=N)``.
 
@@ -162,7 +175,7 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
             self._np_random, _ = gym.utils.seeding.np_random(seeds[0])
         reset = np.ones(self.num_envs, dtype=bool) if mask is None else mask
         self._done = self._done & ~reset
-        return obs, {"episode": self.runner.episodes}
+        return obs, with_masks({"episode": self.runner.episodes}, reset)
 
     def step(self, actions):
         a = check_actions(actions, self.num_envs)
@@ -170,9 +183,9 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
         if self.autoreset_mode == AutoresetMode.DISABLED and self._done.any():
             raise RuntimeError(f"rows {np.flatnonzero(self._done).tolist()} finished: reset them with "
                                "reset(options={'reset_mask': mask}) before stepping (autoreset is disabled)")
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._done.any():
+        pending = self._done.copy()
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP and pending.any():
             # rows due for a reset are not stepped: they are reset, their action ignored, reward 0
-            pending = self._done.copy()
             obs, reward, term, trunc, raw = self.runner.step(a, active=~pending)
             obs[pending] = self.runner.autoreset(pending)
         else:
@@ -183,10 +196,14 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
             final_obs = np.full(n, None, dtype=object)
             for i in np.flatnonzero(done):
                 final_obs[i] = obs[i].copy()
-            info["final_obs"], info["_final_obs"] = final_obs, done.copy()
-            info["final_info"] = {k: v for k, v in info.items() if k not in ("final_obs", "_final_obs")}
-            info["_final_info"] = done.copy()
+            final_info = with_masks(info, done)
             obs[done] = self.runner.autoreset(done)
+            # as Gymnasium's own vector envs: the rows reset at once carry their final step in
+            # final_info, not in the step's keys
+            info = with_masks(info, ~done)
+            info.update(final_obs=final_obs, _final_obs=done.copy(), final_info=final_info, _final_info=done.copy())
+        else:
+            info = with_masks(info, ~pending)  # NEXT_STEP: the rows reset in this step did not step
         self._done = done if self.autoreset_mode != AutoresetMode.SAME_STEP else np.zeros(n, dtype=bool)
         return obs, reward, term, trunc, info
 
