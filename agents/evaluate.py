@@ -16,7 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from dyn4_gym.agents import SHAC, CheckpointError, PurePursuit
+from dyn4_gym.agents import CheckpointError
+from dyn4_gym.agents.loading import load_policy
 from dyn4_gym.envs import ConfigError
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
 
@@ -36,7 +37,7 @@ def main(argv=None):
     except ValueError as exc:
         ap.error(f"--env-kwargs must be a JSON object: {exc}")
     try:
-        policy, name, env_kwargs = _load_policy(args.policy, env_kwargs)
+        policy, name, env_kwargs = load_policy(args.policy, env_kwargs)
         res = evaluate(policy, env_kwargs, seeds=EVAL_SEEDS[: args.seeds])
     except (CheckpointError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -49,23 +50,6 @@ def _seed_count(text: str) -> int:
     if not 1 <= n <= len(EVAL_SEEDS):
         raise argparse.ArgumentTypeError(f"must be 1 to {len(EVAL_SEEDS)}, got {n}")
     return n
-
-
-def _load_policy(path: str, env_kwargs: dict):
-    """``(policy, name, env_kwargs)``; a bad file raises CheckpointError, never a raw traceback."""
-    if path == "classical":
-        policy, name = PurePursuit(), "classical (pure pursuit)"
-    elif path.endswith(".zip"):
-        from dyn4_gym.agents.sb3_glue import sb3_policy
-
-        policy, saved_kwargs = sb3_policy(path)
-        env_kwargs = {**saved_kwargs, **env_kwargs}
-        name = os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path)
-    else:
-        agent = SHAC.load(path)
-        env_kwargs = {**agent.env_kwargs, **env_kwargs}
-        policy, name = agent.policy, os.path.basename(path)
-    return policy, name, env_kwargs
 
 
 def _report(args, name, res):

@@ -1,0 +1,95 @@
+"""Record an episode of a policy as a video: MP4 through Gymnasium's ``RecordVideo`` (moviepy,
+the ``video`` extra) or a GIF (Pillow, with matplotlib), headless.
+
+    python envs/record.py --policy classical --out runs/video/classical.mp4
+    python envs/record.py --policy runs/diff/model.pt --out docs/trained.gif --seed 3 --max-steps 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+
+def _episode(env, policy, seed: int, max_steps: int):
+    obs, _ = env.reset(seed=seed)
+    total, steps, info = 0.0, 0, {}
+    for steps in range(1, max_steps + 1):
+        with torch.no_grad():
+            action = policy(torch.as_tensor(obs, dtype=torch.float32)[None])[0].double().numpy()
+        obs, r, term, trunc, info = env.step(action.astype(np.float32))
+        total += r
+        if term or trunc:
+            break
+    return total, steps, info
+
+
+def record(policy, env_kwargs: dict, out: str, seed: int = 0, max_steps: int = 800, fps: int | None = None):
+    """Write one episode of ``policy`` to ``out`` (.mp4 or .gif); returns ``(return, steps, info)``."""
+    import gymnasium as gym
+
+    import dyn4_gym  # noqa: F401
+
+    out = os.path.abspath(out)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    env = gym.make("Dyn4Humvee-v0", render_mode="rgb_array", **env_kwargs)
+    fps = fps or env.metadata["render_fps"]
+    if out.endswith(".mp4"):
+        from gymnasium.wrappers import RecordVideo
+
+        env.unwrapped.metadata = dict(env.unwrapped.metadata, render_fps=fps)  # this env's, not the class's
+        with tempfile.TemporaryDirectory(prefix="dyn4_video_") as tmp:
+            folder = os.path.join(tmp, "video")
+            env = RecordVideo(env, folder, episode_trigger=lambda i: True, name_prefix="episode", disable_logger=True)
+            result = _episode(env, policy, seed, max_steps)
+            env.close()
+            files = sorted(f for f in os.listdir(folder) if f.endswith(".mp4"))
+            os.replace(os.path.join(folder, files[0]), out)
+    elif out.endswith(".gif"):
+        from gymnasium.wrappers import RenderCollection
+        from PIL import Image
+
+        env = RenderCollection(env)
+        result = _episode(env, policy, seed, max_steps)
+        frames = [Image.fromarray(f) for f in env.render()]
+        frames[0].save(out, save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0)
+        env.close()
+    else:
+        raise ValueError(f"--out must end in .mp4 or .gif, got {out!r}")
+    return result
+
+
+def main(argv=None):
+    from dyn4_gym.agents import CheckpointError
+    from dyn4_gym.agents.loading import load_policy
+    from dyn4_gym.envs import ConfigError
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--policy", default="classical", help="'classical', a .pt (SHAC) or a .zip (SB3) model")
+    ap.add_argument("--out", default="runs/video/episode.mp4", help="the video: .mp4 or .gif")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-steps", type=int, default=800)
+    ap.add_argument("--fps", type=int, default=None, help="frames per second (default: the env's 20)")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
+    args = ap.parse_args(argv)
+    if not args.out.endswith((".mp4", ".gif")):
+        ap.error("--out must end in .mp4 or .gif")
+    try:
+        policy, name, env_kwargs = load_policy(args.policy, json.loads(args.env_kwargs))
+        ret, steps, info = record(policy, env_kwargs, args.out, args.seed, args.max_steps, args.fps)
+    except (CheckpointError, ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{name}, seed {args.seed}: return {ret:.1f} over {steps} steps "
+          f"({'finished the course' if info.get('success') else 'did not finish'}) -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
