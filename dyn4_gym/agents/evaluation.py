@@ -29,6 +29,8 @@ class Evaluation:
     traces: np.ndarray  # (T, B, 2) positions, NaN after a row's episode ended
     courses: np.ndarray  # (B, N, 2)
     energy: np.ndarray  # (T, B) cumulative positive drive work [kJ]
+    terms: dict | None = None  # reward term -> its episode sum, averaged over the seeds (unweighted)
+    books: dict | None = None  # books line -> its episode sum [J], averaged over the seeds
 
     def row(self) -> dict:
         return dict(mean_return=self.mean_return, finished=self.finished, mean_speed=self.mean_speed,
@@ -51,6 +53,7 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
     count = torch.zeros(n, dtype=torch.float64)
     success = torch.zeros(n, dtype=torch.bool)
     traces, energy = [state.x[:, :2].double().numpy()], [np.zeros(n)]
+    terms, books = {}, {}
     for _ in range(steps):
         action = policy(obs).to(core.dtype)
         state, obs, r, term, trunc, info = core.step(state, action)
@@ -62,6 +65,9 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
         speed += state.x[:, 3].double() * a
         count += a
         success |= info["success"] & alive
+        for acc, group in ((terms, "reward_terms"), (books, "books")):
+            for k, v in info[group].items():
+                acc[k] = acc.get(k, 0.0) + v.double() * a
         pos = state.x[:, :2].double().numpy().copy()
         pos[~alive.numpy()] = np.nan  # rows already finished before this step are not drawn on
         alive &= ~(term | trunc)
@@ -75,4 +81,5 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
         mean_speed=float((speed / count.clamp_min(1)).mean()),
         cross_track_rms=float(torch.sqrt(ct2.sum() / count.sum().clamp_min(1))),
         energy_per_km=float((work / 1e3 / km).mean()), returns=ret.numpy(), traces=np.stack(traces),
-        courses=state.course_xy.double().numpy(), energy=np.stack(energy))
+        courses=state.course_xy.double().numpy(), energy=np.stack(energy),
+        terms={k: float(v.mean()) for k, v in terms.items()}, books={k: float(v.mean()) for k, v in books.items()})

@@ -1,0 +1,165 @@
+"""Sweep a trainer's config fields and seeds with Ray Tune (the ``ray`` extra): SHAC, SB3 PPO or
+SAC, each trial reporting its held-out evaluation, env steps, reward terms and energy books after
+every chunk of training; ASHA stops the weak trials early. Local Ray by default (``ray.init()``
+starts one on this machine), ``--address`` for a cluster; the results as a table and a CSV. A
+rerun with the same ``--out`` and ``--name`` resumes the sweep (finished trials are kept,
+unfinished ones run again).
+
+    python agents/tune.py --trainer shac --space '{"actor_lr": [5e-4, 1e-3, 2e-3]}' --seeds 3
+    python agents/tune.py --trainer ppo --space '{"learning_rate": [1e-4, 3e-4]}' --chunks 10 --chunk 4096
+    python agents/tune.py --trainer shac --address ray://head:10001 ...   # a cluster
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+METRIC = "mean_return"  # on the held-out evaluation seeds (dyn4_gym.agents.evaluation)
+
+
+def _sb3_policy(model):
+    import torch
+
+    def policy(obs):
+        action, _ = model.predict(obs.detach().cpu().numpy().astype(np.float32), deterministic=True)
+        return torch.as_tensor(action, dtype=obs.dtype)
+
+    return policy
+
+
+def _numbers(d: dict, prefix: str = "") -> dict:
+    """The finite numeric entries of a (nested) dict, flattened to ``prefix/key``."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_numbers(v, f"{prefix}{k}/"))
+        elif isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and np.isfinite(v):
+            out[f"{prefix}{k}"] = float(v)
+    return out
+
+
+def _report(ev) -> dict:
+    """An evaluation's figures, with its per-episode reward terms and books lines."""
+    return {**ev.row(), **_numbers(ev.terms, "eval_term/"), **_numbers(ev.books, "eval_books/")}
+
+
+def trainable(config: dict) -> None:
+    """One trial: train ``config["trainer"]`` with ``config["params"]`` and ``config["seed"]`` for
+    ``chunks`` chunks, evaluating and reporting after each (the unit ASHA counts)."""
+    import torch
+    from ray import tune
+
+    from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
+
+    torch.set_num_threads(1)  # one CPU per trial
+    env_kwargs, params, seed = config["env_kwargs"], dict(config["params"]), int(config["seed"])
+    seeds = EVAL_SEEDS[: config["eval_seeds"]]
+    if config["trainer"] == "shac":
+        from dyn4_gym.agents import SHAC, SHACConfig
+
+        agent = SHAC(SHACConfig(**params, seed=seed), env_kwargs)
+        for _ in range(config["chunks"]):
+            recs = agent.train(iterations=config["chunk"], log=None)
+            ev = evaluate(agent.policy, env_kwargs, seeds=seeds)
+            tune.report({**_report(ev), "env_steps": agent.env_steps, **_numbers(recs[-1] if recs else {}, "train/")})
+    else:
+        from stable_baselines3 import PPO, SAC
+
+        from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
+
+        n_envs = int(params.pop("n_envs", 8))
+        cls = {"ppo": PPO, "sac": SAC}[config["trainer"]]
+        model = cls("MlpPolicy", Dyn4SB3VecEnv(num_envs=n_envs, **env_kwargs), seed=seed, device="cpu", verbose=0,
+                    **params)
+        for _ in range(config["chunks"]):
+            model.learn(total_timesteps=config["chunk"], reset_num_timesteps=False)
+            ev = evaluate(_sb3_policy(model), env_kwargs, seeds=seeds)
+            tune.report({**_report(ev), "env_steps": model.num_timesteps})
+
+
+def build_space(trainer: str, space: dict, seeds: int, env_kwargs: dict, chunks: int, chunk: int, eval_seeds: int):
+    """Tune's param space: a grid over each listed value of ``space`` and over ``seeds`` seeds."""
+    from ray import tune
+
+    for k, v in space.items():
+        if not isinstance(v, list) or not v:
+            raise ValueError(f"--space[{k!r}] must be a non-empty list of values")
+    return dict(trainer=trainer, env_kwargs=env_kwargs, chunks=chunks, chunk=chunk, eval_seeds=eval_seeds,
+                seed=tune.grid_search(list(range(seeds))),
+                params={k: tune.grid_search(v) for k, v in space.items()})
+
+
+def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None = None, chunks: int = 4,
+              chunk: int | None = None, eval_seeds: int = 4, out: str = "runs/tune", name: str | None = None,
+              address: str | None = None, cpus_per_trial: float = 1.0):
+    """Run (or resume) the sweep; returns its results as a pandas DataFrame (also ``results.csv``)."""
+    import ray
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+
+    if trainer not in ("shac", "ppo", "sac"):
+        raise ValueError(f"--trainer must be shac, ppo or sac, got {trainer!r}")
+    chunk = chunk or (5 if trainer == "shac" else 4096)
+    name = name or f"{trainer}_sweep"
+    out = os.path.abspath(out)
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONWARNINGS": "ignore::DeprecationWarning"}})
+    path = os.path.join(out, name)
+    fn = tune.with_resources(trainable, {"cpu": cpus_per_trial})
+    if tune.Tuner.can_restore(path):
+        tuner = tune.Tuner.restore(path, trainable=fn, resume_unfinished=True, resume_errored=True)
+    else:
+        scheduler = ASHAScheduler(time_attr="training_iteration", max_t=chunks, grace_period=1, reduction_factor=2)
+        tuner = tune.Tuner(fn, param_space=build_space(trainer, space, seeds, dict(env_kwargs or {}), chunks, chunk,
+                                                        eval_seeds),
+                           tune_config=tune.TuneConfig(metric=METRIC, mode="max", scheduler=scheduler),
+                           run_config=tune.RunConfig(name=name, storage_path=out, verbose=0))
+    results = tuner.fit()
+    df = results.get_dataframe()
+    keep = [c for c in df.columns if c.startswith("config/params/") or c in (
+        "config/seed", METRIC, "finished", "mean_speed", "energy_per_km", "env_steps", "training_iteration")]
+    table = df[keep].rename(columns=lambda c: c.replace("config/params/", "").replace("config/", ""))
+    table = table.sort_values(METRIC, ascending=False)
+    table.to_csv(os.path.join(out, name, "results.csv"), index=False)
+    return table
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trainer", choices=("shac", "ppo", "sac"), default="shac")
+    ap.add_argument("--space", default='{"actor_lr": [0.0005, 0.001]}',
+                    help="JSON: a trainer config field -> list of values (SHACConfig fields, or SB3 keyword arguments)")
+    ap.add_argument("--seeds", type=int, default=2, help="seeds per point of the grid")
+    ap.add_argument("--chunks", type=int, default=4, help="reports per trial (ASHA's time unit)")
+    ap.add_argument("--chunk", type=int, default=None, help="SHAC iterations or SB3 env steps per report")
+    ap.add_argument("--eval-seeds", type=int, default=4, help="held-out courses per evaluation")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
+    ap.add_argument("--out", default="runs/tune")
+    ap.add_argument("--name", default=None, help="the sweep's name (its folder under --out; rerun it to resume)")
+    ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start Ray on this machine)")
+    args = ap.parse_args(argv)
+    try:
+        space, env_kwargs = json.loads(args.space), json.loads(args.env_kwargs)
+        if not isinstance(space, dict) or not isinstance(env_kwargs, dict):
+            raise ValueError("--space and --env-kwargs must be JSON objects")
+        table = run_sweep(args.trainer, space, args.seeds, env_kwargs, args.chunks, args.chunk, args.eval_seeds,
+                          args.out, args.name, args.address)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    import pandas as pd
+
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print(table.to_string(index=False))
+    print(f"-> {os.path.join(os.path.abspath(args.out), args.name or args.trainer + '_sweep', 'results.csv')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
