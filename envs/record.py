@@ -30,8 +30,10 @@ def _episode(env, policy, seed: int, max_steps: int):
     return total, steps, info
 
 
-def record(policy, env_kwargs: dict, out: str, seed: int = 0, max_steps: int = 800, fps: int | None = None):
-    """Write one episode of ``policy`` to ``out`` (.mp4 or .gif); returns ``(return, steps, info)``."""
+def record(policy, env_kwargs: dict, out: str, seed: int = 0, max_steps: int = 800, fps: int | None = None,
+           every: int = 1, scale: float = 1.0):
+    """Write one episode of ``policy`` to ``out`` (.mp4 or .gif); returns ``(return, steps, info)``.
+    A GIF keeps every ``every``-th frame, scaled by ``scale`` (smaller files for docs)."""
     import gymnasium as gym
 
     import dyn4_gym  # noqa: F401
@@ -57,8 +59,11 @@ def record(policy, env_kwargs: dict, out: str, seed: int = 0, max_steps: int = 8
 
         env = RenderCollection(env)
         result = _episode(env, policy, seed, max_steps)
-        frames = [Image.fromarray(f) for f in env.render()]
-        frames[0].save(out, save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0)
+        frames = [Image.fromarray(f) for f in env.render()[::every]]
+        if scale != 1.0:
+            frames = [f.resize((int(f.width * scale), int(f.height * scale)), Image.LANCZOS) for f in frames]
+        frames[0].save(out, save_all=True, append_images=frames[1:], duration=int(1000 * every / fps), loop=0,
+                       optimize=True)
         env.close()
     else:
         raise ValueError(f"--out must end in .mp4 or .gif, got {out!r}")
@@ -76,13 +81,16 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-steps", type=int, default=800)
     ap.add_argument("--fps", type=int, default=None, help="frames per second (default: the env's 20)")
+    ap.add_argument("--every", type=int, default=1, help="GIF: keep every n-th frame")
+    ap.add_argument("--scale", type=float, default=1.0, help="GIF: scale the frames (0.5: half size)")
     ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
     args = ap.parse_args(argv)
     if not args.out.endswith((".mp4", ".gif")):
         ap.error("--out must end in .mp4 or .gif")
     try:
         policy, name, env_kwargs = load_policy(args.policy, json.loads(args.env_kwargs))
-        ret, steps, info = record(policy, env_kwargs, args.out, args.seed, args.max_steps, args.fps)
+        ret, steps, info = record(policy, env_kwargs, args.out, args.seed, args.max_steps, args.fps, args.every,
+                                  args.scale)
     except (CheckpointError, ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -31,6 +31,10 @@ def test_record_writes_a_gif_and_an_mp4(tmp_path):
     assert rec.main(["--policy", "classical", "--out", str(gif), "--max-steps", "12"]) == 0
     with Image.open(gif) as im:
         assert im.n_frames == 13  # the reset frame and one per step
+    small = tmp_path / "small.gif"
+    assert rec.main(["--out", str(small), "--max-steps", "12", "--every", "3", "--scale", "0.5"]) == 0
+    with Image.open(small) as im, Image.open(gif) as big:
+        assert im.n_frames == 5 and im.width == big.width // 2
     pytest.importorskip("moviepy")
     mp4 = tmp_path / "ep.mp4"
     assert rec.main(["--out", str(mp4), "--max-steps", "8", "--seed", "2"]) == 0

@@ -47,3 +47,23 @@ def test_bad_spaces_are_refused():
     with pytest.raises(ValueError, match="--space"):
         tune.build_space("shac", {"actor_lr": 0.001}, 1, {}, 1, 1, 1)
     assert tune.main(["--trainer", "shac", "--space", "[1, 2]"]) == 2
+
+
+@pytest.mark.slow
+def test_rllib_ppo_trains_on_the_env_with_two_env_runners():
+    """Runs where ray[rllib] is installed (it pins gymnasium==1.2.2, so not in CI's environment;
+    passed here in a separate venv with Ray 2.60.0 and Gymnasium 1.2.2)."""
+    pytest.importorskip("ray.rllib")
+    import ray
+
+    spec = importlib.util.spec_from_file_location("agents_rllib", ROOT / "agents" / "train_rllib.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ray.init(include_dashboard=False, log_to_driver=False)
+    try:
+        algo = mod.build({"course": {"length": 80.0}, "episode_steps": 60}, env_runners=2, envs_per_runner=2, batch=512)
+        steps = [int(algo.train()["num_env_steps_sampled_lifetime"]) for _ in range(2)]
+        assert steps[0] >= 512 and steps[1] >= 2 * 512
+        algo.stop()
+    finally:
+        ray.shutdown()
