@@ -33,7 +33,7 @@ PARAM_NAMES = ("m", "Iz", "h", "g", "eps_load", "delta_max", "a_drive", "a_brake
 WHEEL_NAMES = ("x_w", "y_w", "Fz0", "B", "C", "E", "drive_share", "k", "damp")
 _NS = len(PARAM_NAMES)
 BOOK_ORDER = ("dH", "supplied", "dissipated", "tire", "damper", "drag", "lever", "grade", "ground", "limiter",
-              "residual")
+              "external", "residual")
 DEFAULT_MU = 0.8
 
 
@@ -224,10 +224,10 @@ def _energy(x, P, hg):
 
 
 @njit(cache=True, error_model="numpy")
-def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W):
-    """One substep of row ``b``: state ``x (14,)`` and input ``(d_in, a_in)`` -> ``y (14,)`` and,
-    with ``want_books``, the books ``bk (11,)`` (``BOOK_ORDER``). ``W (N_SCRATCH, 4)`` is scratch,
-    so nothing is allocated here."""
+def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W, fe0, fe1, fe2):
+    """One substep of row ``b``: state ``x (14,)``, input ``(d_in, a_in)`` and external force
+    ``(fe0, fe1, fe2)`` = (Fx, Fy, Mz) -> ``y (14,)`` and, with ``want_books``, the books ``bk``
+    (``BOOK_ORDER``). ``W (N_SCRATCH, 4)`` is scratch, so nothing is allocated here."""
     m, Iz, h, g, eps_load = P[0], P[1], P[2], P[3], P[4]
     delta_max, a_drive, a_brake, power = P[5], P[6], P[7], P[8]
     tau_s, tau_d, c_drag, f_roll, v_lat, v_roll, Ix, Iy, L = (P[9], P[10], P[11], P[12], P[13], P[14], P[15],
@@ -271,17 +271,18 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
         cd[i], sd[i] = math.cos(dw), math.sin(dw)
         g0[i], g1[i], g2[i] = cd[i], sd[i], xw[i] * sd[i] - yw[i] * cd[i]
         n0[i], n1[i], n2[i] = -sd[i], cd[i], xw[i] * cd[i] + yw[i] * sd[i]
-    # grade force (opt-in)
-    ext0 = ext1 = ext2 = 0.0
+    # grade force (opt-in), then the external port's force (dyn4_step's f_ext)
+    gr0 = gr1 = gr2 = 0.0
     if grade:
         for i in range(4):
             normal = spring[i] - 0.5 * hdt * kk[i] * rate[i]
             if passive:
                 normal = normal - cc[i] * (rate[i] - hdot[i])
             fxi, fyi = -normal * sbx[i], -normal * sby[i]
-            ext0 += fxi
-            ext1 += fyi
-            ext2 += xw[i] * fyi - yw[i] * fxi
+            gr0 += fxi
+            gr1 += fyi
+            gr2 += xw[i] * fyi - yw[i] * fxi
+    ext0, ext1, ext2 = gr0 + fe0, gr1 + fe1, gr2 + fe2
     # 4. vx explicit, with the speed clamp
     S, Fy0 = W[18], W[19]
     fx_body = 0.0
@@ -392,7 +393,8 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     damper *= hdt
     through *= -hdt
     dragw = hdt * drag * vxm
-    gradew = hdt * (ext0 * vxm + ext1 * vym + ext2 * rm) if grade else 0.0
+    gradew = hdt * (gr0 * vxm + gr1 * vym + gr2 * rm) if grade else 0.0
+    external = hdt * (fe0 * vxm + fe1 * vym + fe2 * rm)
     limiter = m * (vx1 - vx_free) * vxm
     H0 = _energy(x, P, hg)
     H1_old = _energy(y, P, hg)
@@ -406,15 +408,16 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     ground = H1 - H1_old + through
     dH = H1 - H0
     dissipated = tire + damper + dragw
-    residual = dH - (supplied - dissipated + lever + gradew + ground + limiter)
+    residual = dH - (supplied - dissipated + lever + gradew + ground + limiter + external)
     bk[0], bk[1], bk[2], bk[3], bk[4], bk[5] = dH, supplied, dissipated, tire, damper, dragw
-    bk[6], bk[7], bk[8], bk[9], bk[10] = lever, gradew, ground, limiter, residual
+    bk[6], bk[7], bk[8], bk[9], bk[10], bk[11] = lever, gradew, ground, limiter, external, residual
 
 
-def _step_rows_py(X0, U, P, grade, passive, hdt, want_books, T, X1, BK):
+def _step_rows_py(X0, U, FE, P, grade, passive, hdt, want_books, T, X1, BK):
     for b in prange(X0.shape[0]):
         W = np.empty((N_SCRATCH, 4))
-        substep_row(X0[b], U[b, 0], U[b, 1], P, grade, passive, hdt, want_books, b, T, X1[b], BK[b], W)
+        substep_row(X0[b], U[b, 0], U[b, 1], P, grade, passive, hdt, want_books, b, T, X1[b], BK[b], W, FE[b, 0],
+                    FE[b, 1], FE[b, 2])
 
 
 def serial_and_parallel(fn):
@@ -431,15 +434,18 @@ _step_rows_serial, _step_rows_parallel = serial_and_parallel(_step_rows_py)
 PARALLEL_FROM = 256  # rows
 
 
-def dyn4_step_np(x, u, packed, terrain, hdt: float = 0.01, books: bool = False):
+def dyn4_step_np(x, u, packed, terrain, hdt: float = 0.01, books: bool = False, f_ext=None):
     """One substep on the CPU engine: ``x (B, 14)``, ``u (B, 2)`` float64 arrays, ``packed`` from
-    :func:`pack_params`, ``terrain`` from :func:`pack_terrain`. Returns ``x+ (B, 14)`` and, with
-    ``books``, ``(B, 11)`` lines in ``BOOK_ORDER``."""
+    :func:`pack_params`, ``terrain`` from :func:`pack_terrain`, ``f_ext (B, 3)`` the external
+    port's ``(Fx, Fy, Mz)`` (None: zero). Returns ``x+ (B, 14)`` and, with ``books``,
+    ``(B, len(BOOK_ORDER))`` lines in ``BOOK_ORDER``."""
     P, grade, passive = packed
     x = np.ascontiguousarray(x, dtype=np.float64)
     u = np.ascontiguousarray(u, dtype=np.float64)
+    fe = np.zeros((x.shape[0], 3)) if f_ext is None else np.ascontiguousarray(
+        np.broadcast_to(np.asarray(f_ext, dtype=np.float64), (x.shape[0], 3)))
     out = np.empty_like(x)
     bk = np.zeros((x.shape[0], len(BOOK_ORDER)))
     kernel = _step_rows_parallel if x.shape[0] >= PARALLEL_FROM else _step_rows_serial
-    kernel(x, u, P, grade, passive, float(hdt), books, tuple(terrain), out, bk)
+    kernel(x, u, fe, P, grade, passive, float(hdt), books, tuple(terrain), out, bk)
     return (out, bk) if books else out

@@ -376,7 +376,7 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
         e = th = 0.0
         out = rolled = False
         for _ in range(n_sub):
-            substep_row(cur, ud, ua, P, grade, passive, hdt, True, b, T, nxt, bk, W)
+            substep_row(cur, ud, ua, P, grade, passive, hdt, True, b, T, nxt, bk, W, 0.0, 0.0, 0.0)
             finite = True
             for i in range(14):
                 if not math.isfinite(nxt[i]):

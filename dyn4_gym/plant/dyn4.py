@@ -66,7 +66,7 @@ def step_normal(f: Forces, p: Dyn4Params, hdt: float) -> torch.Tensor:
 
 
 def dyn4_step(x: torch.Tensor, u: torch.Tensor, p: Dyn4Params, g: Ground | None = None, hdt: float = 0.01,
-              books: bool = False):
+              books: bool = False, f_ext: torch.Tensor | None = None):
     """One substep of the four-wheel plant.
 
     ``x`` (..., 14) state (see :mod:`dyn4_gym.plant.state`), ``u`` (..., 2) =
@@ -74,14 +74,28 @@ def dyn4_step(x: torch.Tensor, u: torch.Tensor, p: Dyn4Params, g: Ground | None 
     ``g`` ground sampler (default ``Flat()``), ``hdt`` [s]. Returns the next state (..., 14); with
     ``books=True``, ``(next_state, Books)``, the step's energy books (:mod:`dyn4_gym.plant.energy`).
     Computing the books does not change the next state or its gradient.
+
+    ``f_ext`` (..., 3), the external-force port: a body-frame force ``(Fx [N], Fy [N])`` at the
+    centre of mass and a yaw moment ``Mz [N m]``, held over the substep (a tow rope, wind, a
+    trailer, a learned residual; docs/plant.md, "External force"). It acts on the in-plane twist
+    like the grade force (at the centre of mass, so no roll or pitch moment), is differentiable,
+    and its work is the books' ``external`` line. ``None`` (the default) is the plant without it,
+    bit for bit.
     """
     check_step_args(x, u, 14, hdt)
+    if f_ext is not None and (not isinstance(f_ext, torch.Tensor) or f_ext.shape[-1:] != (3,)):
+        raise ValueError(f"f_ext must be a tensor of shape (..., 3) = (Fx, Fy, Mz), got {getattr(f_ext, 'shape', type(f_ext))}")
     g = Flat() if g is None else g
     f = dyn4_forces(x, u, p, g, hdt)
     vx, vy, r = x[..., DYN4.VX], x[..., DYN4.VY], x[..., DYN4.R]
     q, qd = x[..., DYN4.Z:DYN4.THETA + 1], x[..., DYN4.ZD:DYN4.THETAD + 1]
-    f_ext = grade_force(p, step_normal(f, p, hdt), f.ground) if p.grade_force else None
-    pl = planar_step(vx, vy, r, f.delta_w, f.Fx, f.D, p, hdt, braking=f.a < 0, f_ext=f_ext)
+    f_grade = grade_force(p, step_normal(f, p, hdt), f.ground) if p.grade_force else None
+    port = None if f_ext is None else (f_ext[..., 0], f_ext[..., 1], f_ext[..., 2])
+    if port is None or f_grade is None:
+        f_all = f_grade if port is None else port
+    else:
+        f_all = tuple(a + b for a, b in zip(f_grade, port))
+    pl = planar_step(vx, vy, r, f.delta_w, f.Fx, f.D, p, hdt, braking=f.a < 0, f_ext=f_all)
     fx_b = (f.Fx * pl.cosd - pl.Fy * pl.sind).sum(-1)
     fy_b = (f.Fx * pl.sind + pl.Fy * pl.cosd).sum(-1)
     q1, qd1 = _vertical(q, qd, fx_b, fy_b, f, p, hdt)
@@ -95,7 +109,7 @@ def dyn4_step(x: torch.Tensor, u: torch.Tensor, p: Dyn4Params, g: Ground | None 
                     torch.stack((f.delta, f.a), -1)), -1)
     if not books:
         return x1
-    return x1, step_books(x, x1, f, pl, f_ext, p, g, hdt)
+    return x1, step_books(x, x1, f, pl, f_grade, p, g, hdt, f_ext=port)
 
 
 def _solve_sym3(A: tuple, b: tuple) -> torch.Tensor:

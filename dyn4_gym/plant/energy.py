@@ -61,6 +61,7 @@ class Books:
     grade: torch.Tensor  # the grade force's work (0 unless grade_force)
     ground: torch.Tensor  # the terrain lifting the springs (exact) and pushing through passive dampers
     limiter: torch.Tensor  # the speed clamp
+    external: torch.Tensor  # the external-force port's work (0 unless dyn4_step's f_ext)
     residual: torch.Tensor  # integration error, second order per step
 
     def __add__(self, other: "Books") -> "Books":
@@ -109,8 +110,9 @@ def _u(t):
     return t.unsqueeze(-1) if t.ndim else t
 
 
-def step_books(x, x1, f: Forces, pl: Planar, f_ext, p: Dyn4Params, g, hdt: float) -> Books:
-    """The books of the substep ``x -> x1``, from the forces the step applied (dyn4.py)."""
+def step_books(x, x1, f: Forces, pl: Planar, f_grade, p: Dyn4Params, g, hdt: float, f_ext=None) -> Books:
+    """The books of the substep ``x -> x1``, from the forces the step applied (dyn4.py):
+    ``f_grade`` the grade force, ``f_ext`` the external port's ``(Fx, Fy, Mz)``, each a triple or None."""
     vx0, vy0, r0, zd0, pd0, td0 = _twist(x)
     vx1, vy1, r1, zd1, pd1, td1 = _twist(x1)
     vx, vy, r = (vx0 + vx1) / 2, (vy0 + vy1) / 2, (r0 + r1) / 2
@@ -131,7 +133,8 @@ def step_books(x, x1, f: Forces, pl: Planar, f_ext, p: Dyn4Params, g, hdt: float
     rel1 = corner_dot(qd1, p) - f.hdot
     damper = hdt * (p.damp * rel1 * (corner_dot(qdm, p) - f.hdot)).sum(-1)
     through_dampers = -hdt * (p.damp * rel1 * f.hdot).sum(-1)
-    grade = torch.zeros_like(supplied) if f_ext is None else hdt * (f_ext[0] * vx + f_ext[1] * vy + f_ext[2] * r)
+    grade = torch.zeros_like(supplied) if f_grade is None else hdt * (f_grade[0] * vx + f_grade[1] * vy + f_grade[2] * r)
+    external = torch.zeros_like(supplied) if f_ext is None else hdt * (f_ext[0] * vx + f_ext[1] * vy + f_ext[2] * r)
     limiter = p.m * (vx1 - pl.vx_free) * vx
     H0 = _energy_on(x, p, f.hg)
     H1_old = _energy_on(x1, p, f.hg)
@@ -139,9 +142,9 @@ def step_books(x, x1, f: Forces, pl: Planar, f_ext, p: Dyn4Params, g, hdt: float
     ground = H1 - H1_old + through_dampers
     dH = H1 - H0
     dissipated = tire + damper + drag
-    residual = dH - (supplied - dissipated + lever + grade + ground + limiter)
+    residual = dH - (supplied - dissipated + lever + grade + ground + limiter + external)
     return Books(dH=dH, supplied=supplied, dissipated=dissipated, tire=tire, damper=damper, drag=drag,
-                 lever=lever, grade=grade, ground=ground, limiter=limiter, residual=residual)
+                 lever=lever, grade=grade, ground=ground, limiter=limiter, external=external, residual=residual)
 
 
 class PHStructure(NamedTuple):
