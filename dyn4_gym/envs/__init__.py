@@ -5,7 +5,9 @@
 - :class:`Dyn4SB3VecEnv` (``dyn4_gym.envs.sb3``, needs stable-baselines3): the SB3 ``VecEnv``;
 - :class:`Dyn4DiffEnv` and :func:`policy_rollout`: the differentiable path.
 
-All four are faces of one :class:`TaskCore` (core.py).
+All four are faces of one task (:class:`TaskCore`, core.py); the numpy faces run it on the
+Numba engine by default and on torch with ``engine="torch"`` (engines.py), the differentiable
+ones always on torch.
 """
 
 from .config import ConfigError, CourseConfig, EnvConfig, GroundConfig

@@ -63,8 +63,9 @@ class Dyn4Env(gym.Env):
     Keyword arguments are :class:`dyn4_gym.envs.config.EnvConfig` fields, nested as dicts:
     ``vehicle`` (plant overrides), ``course``, ``ground``, ``target_speed``, ``start_speed``,
     ``control_dt``, ``hdt``, ``episode_steps``, ``roll_limit``, ``reward_weights``,
-    ``reward_terms``, ``dtype``, ``device``, ``compile`` (``torch.compile`` the step: minutes
-    to compile, then about 30x faster for one car); plus ``render_mode``. ``reset(options=...)`` takes
+    ``reward_terms``, ``dtype``, ``device``, ``compile`` (``torch.compile`` the torch engine's step),
+    ``engine`` (``"auto"``: the Numba kernel on the CPU; ``"numba"``; ``"torch"``: the torch task
+    core, docs/env.md "Engines"); plus ``render_mode``. ``reset(options=...)`` takes
     the same keys (``course``, ``ground``, ``reward_weights``...) for the next episodes.
 
     ``ground={"kind": name, ...}`` picks a registered terrain kind (``"rough"`` by default,
