@@ -74,10 +74,8 @@ def bench_vector(n, **kw):
     return _rate(step, n), first
 
 
-def bench_sb3(n, **kw):
-    from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
-
-    env = Dyn4SB3VecEnv(num_envs=n, **kw)
+def _sb3_rate(env, n):
+    """Env steps per second of an SB3 ``VecEnv`` of ``n`` rows, cycling 8 random action batches."""
     env.reset()
     acts = np.random.default_rng(0).uniform(-1, 1, (8, n, 2)).astype(np.float32)
     i = [0]
@@ -87,21 +85,18 @@ def bench_sb3(n, **kw):
         i[0] += 1
 
     return _rate(step, n)
+
+
+def bench_sb3(n, **kw):
+    from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
+
+    return _sb3_rate(Dyn4SB3VecEnv(num_envs=n, **kw), n)
 
 
 def bench_make_vec_env(n=8, **kw):
     from stable_baselines3.common.env_util import make_vec_env
 
-    env = make_vec_env("Dyn4Humvee-v0", n_envs=n, seed=0, env_kwargs=kw)
-    env.reset()
-    acts = np.random.default_rng(0).uniform(-1, 1, (8, n, 2)).astype(np.float32)
-    i = [0]
-
-    def step():
-        env.step(acts[i[0] % 8])
-        i[0] += 1
-
-    return _rate(step, n)
+    return _sb3_rate(make_vec_env("Dyn4Humvee-v0", n_envs=n, seed=0, env_kwargs=kw), n)
 
 
 def bench_kernel(B):

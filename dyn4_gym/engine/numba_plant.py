@@ -197,7 +197,21 @@ N_SCRATCH = 22  # per-wheel scratch rows of one substep
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _corner_sum(w, xw, yw):
+def solve_sym3(a00, a01, a02, a11, a12, a22, b0, b1, b2):
+    """The symmetric 3x3 system ``A x = b`` by cofactors (dyn4._solve_sym3, term for term)."""
+    c00 = a11 * a22 - a12 * a12
+    c01 = a02 * a12 - a01 * a22
+    c02 = a01 * a12 - a02 * a11
+    c11 = a00 * a22 - a02 * a02
+    c12 = a01 * a02 - a00 * a12
+    c22 = a00 * a11 - a01 * a01
+    det = a00 * c00 + a01 * c01 + a02 * c02
+    return ((c00 * b0 + c01 * b1 + c02 * b2) / det, (c01 * b0 + c11 * b1 + c12 * b2) / det,
+            (c02 * b0 + c12 * b1 + c22 * b2) / det)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def corner_sum(w, xw, yw):
     """``(zz, zp, zt, pp, pt, tt)`` of ``sum_i w_i a_i a_i^T``, ``a_i = (1, y_i, -x_i)`` (corners.corner_sum)."""
     s0 = s1 = s2 = s3 = s4 = s5 = 0.0
     for i in range(4):
@@ -332,8 +346,8 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
         fx_b += Fx[i] * cd[i] - Fy[i] * sd[i]
         fy_b += Fx[i] * sd[i] + Fy[i] * cd[i]
     # 6. vertical: midpoint springs, backward-Euler dampers
-    K0, K1, K2, K3, K4, K5 = _corner_sum(kk, xw, yw)
-    D0, D1, D2, D3, D4, D5 = _corner_sum(cc, xw, yw)
+    K0, K1, K2, K3, K4, K5 = corner_sum(kk, xw, yw)
+    D0, D1, D2, D3, D4, D5 = corner_sum(cc, xw, yw)
     fz = fphi = fth = 0.0
     for i in range(4):
         sp = spring[i] - 0.25 * hdt * kk[i] * rate[i] + cc[i] * hdot[i]
@@ -350,16 +364,7 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     bb0 = m * x[9] + hdt * (fz - m * g)
     bb1 = Ix * x[10] + hdt * (fphi + h * fy_b)
     bb2 = Iy * x[11] + hdt * (fth - h * fx_b)
-    c00 = A11 * A22 - A12 * A12
-    c01 = A02 * A12 - A01 * A22
-    c02 = A01 * A12 - A02 * A11
-    c11 = A00 * A22 - A02 * A02
-    c12 = A01 * A02 - A00 * A12
-    c22 = A00 * A11 - A01 * A01
-    dt3 = A00 * c00 + A01 * c01 + A02 * c02
-    qd0 = (c00 * bb0 + c01 * bb1 + c02 * bb2) / dt3
-    qd1 = (c01 * bb0 + c11 * bb1 + c12 * bb2) / dt3
-    qd2 = (c02 * bb0 + c12 * bb1 + c22 * bb2) / dt3
+    qd0, qd1, qd2 = solve_sym3(A00, A01, A02, A11, A12, A22, bb0, bb1, bb2)
     y[6] = x[6] + 0.5 * hdt * (x[9] + qd0)
     y[7] = x[7] + 0.5 * hdt * (x[10] + qd1)
     y[8] = x[8] + 0.5 * hdt * (x[11] + qd2)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from .numba_plant import (_NS, BOOK_ORDER, N_SCRATCH, ground_under_row, height_at, loads_row,
-                          serial_and_parallel, substep_row)
+from .numba_plant import (_NS, BOOK_ORDER, N_SCRATCH, corner_sum, ground_under_row, height_at, loads_row,
+                          serial_and_parallel, solve_sym3, substep_row)
 
 __all__ = ["NumbaTask", "NumbaState", "TERM_ORDER", "INFO_COLUMNS", "FLAG_COLUMNS", "TERRAIN_FIELDS", "reset_rows", "observe",
            "step"]
@@ -216,35 +216,20 @@ def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, X, T, CXY, CH, IDX, S,
             br[b, q] = G[10]
         # settled rest state at the origin (dyn4.dyn4_rest), then the start speed
         xw, yw, kk = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 28:_NS + 32]
-        K0 = K1 = K2 = K3 = K4 = K5 = 0.0
+        K0, K1, K2, K3, K4, K5 = corner_sum(kk, xw, yw)
         r0 = r1 = r2 = 0.0
         for i in range(4):
             hg = height_at(b, 0.0 + 1.0 * xw[i] - 0.0 * yw[i], 0.0 + 0.0 * xw[i] + 1.0 * yw[i], T)
-            K0 += kk[i]
-            K1 += kk[i] * yw[i]
-            K2 -= kk[i] * xw[i]
-            K3 += kk[i] * yw[i] * yw[i]
-            K4 -= kk[i] * xw[i] * yw[i]
-            K5 += kk[i] * xw[i] * xw[i]
             kh = kk[i] * hg
             r0 += kh
             r1 += kh * yw[i]
             r2 -= kh * xw[i]
         reg = 1e-12 * (K0 + K3 + K5)
-        a00, a01, a02, a11, a12, a22 = K0 + reg, K1, K2, K3 + reg, K4, K5 + reg
-        c00 = a11 * a22 - a12 * a12
-        c01 = a02 * a12 - a01 * a22
-        c02 = a01 * a12 - a02 * a11
-        c11 = a00 * a22 - a02 * a02
-        c12 = a01 * a02 - a00 * a12
-        c22 = a00 * a11 - a01 * a01
-        det = a00 * c00 + a01 * c01 + a02 * c02
+        q0, q1, q2 = solve_sym3(K0 + reg, K1, K2, K3 + reg, K4, K5 + reg, r0, r1, r2)
         for i in range(14):
             X[b, i] = 0.0
         X[b, 3] = v0
-        X[b, 6] = (c00 * r0 + c01 * r1 + c02 * r2) / det
-        X[b, 7] = (c01 * r0 + c11 * r1 + c12 * r2) / det
-        X[b, 8] = (c02 * r0 + c12 * r1 + c22 * r2) / det
+        X[b, 6], X[b, 7], X[b, 8] = q0, q1, q2
         IDX[b] = 0
         S[b] = 0.0
         TT[b] = 0
