@@ -27,7 +27,7 @@ import torch
 
 from .._math import softplus_floor
 from .params import Dyn4Params
-from .tire import lateral_peak, load_sensitive_mu, longitudinal_forces
+from .tire import driven_forces, lateral_peak, load_sensitive_mu, longitudinal_forces
 
 __all__ = ["FLOOR_SHARE", "SLOPE_STEP", "Forces", "GroundUnder", "ackermann", "corner_dot", "corner_sum",
            "forces_at", "ground_rate", "ground_under", "grade_force", "needs_slopes", "wheel_points"]
@@ -153,11 +153,13 @@ def needs_slopes(p: Dyn4Params) -> bool:
     return p.damper == "passive" or p.grade_force
 
 
-def forces_at(x: torch.Tensor, delta: torch.Tensor, a: torch.Tensor, p: Dyn4Params, g) -> Forces:
+def forces_at(x: torch.Tensor, delta: torch.Tensor, a: torch.Tensor, p: Dyn4Params, g, drive=None) -> Forces:
     """Stages 2-3 at steer ``delta`` and drive ``a``: ground, loads, friction, longitudinal forces.
 
     ``Fz_i = softplus_floor(k_i l_i - c_i (a_i . qd - hdot_i))`` with ``k_i l_i = Fz0_i + k_i
-    (hg_i - a_i . q)``.
+    (hg_i - a_i . q)``. With ``drive (..., 2) = (F_drive, F_brake)`` [N] (a powertrain's forces,
+    :func:`dyn4_gym.plant.tire.driven_forces`) the longitudinal forces come from those and ``a``
+    is only recorded.
     """
     gu = ground_under(x, p, g, slopes=needs_slopes(p))
     q, qd = x[..., 6:9], x[..., 9:12]
@@ -169,7 +171,10 @@ def forces_at(x: torch.Tensor, delta: torch.Tensor, a: torch.Tensor, p: Dyn4Para
     spring = p.Fz0 + p.k * (gu.h - corner_dot(q, p))
     Fz = softplus_floor(spring - p.damp * (rate - hdot), FLOOR_SHARE * p.Fz0)
     mu = load_sensitive_mu(gu.mu, Fz, p.Fz0, _u(p.eps_load))
-    Fx, limit = longitudinal_forces(a, x[..., 3], Fz, mu, p)
+    if drive is None:
+        Fx, limit = longitudinal_forces(a, x[..., 3], Fz, mu, p)
+    else:
+        Fx, limit = driven_forces(drive, x[..., 3], Fz, mu, p)
     return Forces(delta=delta, a=a, delta_w=ackermann(delta, p), ground=gu, hdot=hdot, spring=spring, Fz=Fz,
                   mu=mu, Fx=Fx, D=lateral_peak(Fx, limit), limit=limit, rate=rate)
 

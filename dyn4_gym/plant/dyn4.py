@@ -31,16 +31,19 @@ Choices docs/plant.md leaves open (and why):
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from ..ground import Flat, Ground
 from .corners import Forces, ackermann, corner_sum, forces_at, grade_force, wheel_points
-from .energy import step_books
+from .energy import contact_rates, step_books
 from .params import Dyn4Params
 from .planar import check_step_args, clamp_inputs, lag, planar_step, twist_dot, wheel_frames
 from .state import DYN4
+from .tire import driven_requests
 
-__all__ = ["dyn4_step", "dyn4_rest", "dyn4_forces", "slip_angles"]
+__all__ = ["DriveWork", "dyn4_drive_step", "dyn4_step", "dyn4_rest", "dyn4_forces", "drive_work", "slip_angles"]
 
 
 def dyn4_forces(x: torch.Tensor, u: torch.Tensor, p: Dyn4Params, g: Ground, hdt: float) -> Forces:
@@ -83,10 +86,74 @@ def dyn4_step(x: torch.Tensor, u: torch.Tensor, p: Dyn4Params, g: Ground | None 
     bit for bit.
     """
     check_step_args(x, u, 14, hdt)
-    if f_ext is not None and (not isinstance(f_ext, torch.Tensor) or f_ext.shape[-1:] != (3,)):
-        raise ValueError(f"f_ext must be a tensor of shape (..., 3) = (Fx, Fy, Mz), got {getattr(f_ext, 'shape', type(f_ext))}")
+    _check_f_ext(f_ext)
     g = Flat() if g is None else g
     f = dyn4_forces(x, u, p, g, hdt)
+    return _advance(x, f, p, g, hdt, f.a < 0, books, f_ext)
+
+
+def dyn4_drive_step(x: torch.Tensor, steer_cmd: torch.Tensor, drive: torch.Tensor, p: Dyn4Params,
+                    g: Ground | None = None, hdt: float = 0.01, books: bool = False,
+                    f_ext: torch.Tensor | None = None):
+    """One substep driven by a powertrain's forces instead of an acceleration command.
+
+    ``steer_cmd (...)`` [rad] (clamped and lagged as in :func:`dyn4_step`); ``drive (..., 2) =
+    (F_drive, F_brake)`` [N] held over the substep: the total drive force at the contact patches
+    (signed, - in reverse gear; shared by the open differentials) and the total brake force
+    (>= 0, shared by load, against the travel). The state's ``a`` records
+    ``(F_drive - sign(vx) F_brake) / m``. The speed clamp acts while the brakes outweigh the
+    drive (``F_brake > |F_drive|``): they stop the car and hold it, in either direction.
+
+    With ``books=True`` returns ``(x+, Books, DriveWork)``; :class:`DriveWork` splits ``supplied``
+    into the drive's work, the brakes' and the wheelspin (what the friction cap took).
+    """
+    if not isinstance(steer_cmd, torch.Tensor):
+        raise ValueError(f"steer_cmd must be a tensor (...), got {type(steer_cmd)}")
+    check_step_args(x, steer_cmd.unsqueeze(-1).expand(*steer_cmd.shape, 2), 14, hdt)
+    if not isinstance(drive, torch.Tensor) or drive.shape[-1:] != (2,):
+        raise ValueError(f"drive must be a tensor of shape (..., 2) = (F_drive, F_brake), got {getattr(drive, 'shape', type(drive))}")
+    _check_f_ext(f_ext)
+    g = Flat() if g is None else g
+    d_cmd = torch.minimum(torch.maximum(steer_cmd, -p.delta_max), p.delta_max)
+    delta = lag(x[..., DYN4.DELTA], d_cmd, p.tau_steer, hdt)
+    vx = x[..., DYN4.VX]
+    a = (drive[..., 0] - torch.sign(vx) * drive[..., 1]) / p.m
+    f = forces_at(x, delta, a, p, g, drive=drive)
+    braking = drive[..., 1] > drive[..., 0].abs()
+    out = _advance(x, f, p, g, hdt, braking, books, f_ext, keep_planar=books)
+    if not books:
+        return out
+    x1, bk, pl = out
+    return x1, bk, drive_work(x, x1, f, pl, drive, p, hdt)
+
+
+class DriveWork(NamedTuple):
+    """A driven substep's longitudinal work [J], each (...): ``supplied = drive - brakes - wheelspin``."""
+
+    drive: torch.Tensor  # the drive force's work at the contact patches (before the friction cap)
+    brakes: torch.Tensor  # dissipated by the brakes (>= 0)
+    wheelspin: torch.Tensor  # what the friction cap took from the requests (>= 0 up to O(hdt^2))
+    v_drive: torch.Tensor  # [m/s] the drive-share weighted rolling speed at the midpoint
+
+
+def drive_work(x, x1, f: Forces, pl, drive, p: Dyn4Params, hdt: float) -> DriveWork:
+    """The :class:`DriveWork` of a driven substep ``x -> x1`` (``f``, ``pl`` from the step)."""
+    y = contact_rates(x, x1, pl, p)
+    D, Bk = driven_requests(drive, x[..., DYN4.VX], f.Fz, p)
+    v_drive = (p.drive_share * y).sum(-1)
+    work = hdt * drive[..., 0] * v_drive
+    brakes = hdt * (Bk * y).sum(-1)
+    wheelspin = hdt * ((D - Bk - f.Fx) * y).sum(-1)
+    return DriveWork(work, brakes, wheelspin, v_drive)
+
+
+def _check_f_ext(f_ext) -> None:
+    if f_ext is not None and (not isinstance(f_ext, torch.Tensor) or f_ext.shape[-1:] != (3,)):
+        raise ValueError(f"f_ext must be a tensor of shape (..., 3) = (Fx, Fy, Mz), got {getattr(f_ext, 'shape', type(f_ext))}")
+
+
+def _advance(x, f: Forces, p: Dyn4Params, g: Ground, hdt: float, braking, books: bool, f_ext, keep_planar=False):
+    """Stages 4-7 from the forces ``f`` (and the books): what both entry points share."""
     vx, vy, r = x[..., DYN4.VX], x[..., DYN4.VY], x[..., DYN4.R]
     q, qd = x[..., DYN4.Z:DYN4.THETA + 1], x[..., DYN4.ZD:DYN4.THETAD + 1]
     f_grade = grade_force(p, step_normal(f, p, hdt), f.ground) if p.grade_force else None
@@ -95,7 +162,7 @@ def dyn4_step(x: torch.Tensor, u: torch.Tensor, p: Dyn4Params, g: Ground | None 
         f_all = f_grade if port is None else port
     else:
         f_all = tuple(a + b for a, b in zip(f_grade, port))
-    pl = planar_step(vx, vy, r, f.delta_w, f.Fx, f.D, p, hdt, braking=f.a < 0, f_ext=f_all)
+    pl = planar_step(vx, vy, r, f.delta_w, f.Fx, f.D, p, hdt, braking=braking, f_ext=f_all)
     fx_b = (f.Fx * pl.cosd - pl.Fy * pl.sind).sum(-1)
     fy_b = (f.Fx * pl.sind + pl.Fy * pl.cosd).sum(-1)
     q1, qd1 = _vertical(q, qd, fx_b, fy_b, f, p, hdt)
@@ -109,7 +176,8 @@ def dyn4_step(x: torch.Tensor, u: torch.Tensor, p: Dyn4Params, g: Ground | None 
                     torch.stack((f.delta, f.a), -1)), -1)
     if not books:
         return x1
-    return x1, step_books(x, x1, f, pl, f_grade, p, g, hdt, f_ext=port)
+    bk = step_books(x, x1, f, pl, f_grade, p, g, hdt, f_ext=port)
+    return (x1, bk, pl) if keep_planar else (x1, bk)
 
 
 def _solve_sym3(A: tuple, b: tuple) -> torch.Tensor:

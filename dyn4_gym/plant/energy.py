@@ -43,7 +43,7 @@ from .params import Dyn4Params
 from .planar import Planar, twist_dot, wheel_frames
 from .tire import lateral_secant
 
-__all__ = ["Books", "BOOK_LINES", "dyn4_energy", "step_books", "sum_books", "PHStructure", "ph_structure", "ph_rhs",
+__all__ = ["Books", "BOOK_LINES", "contact_rates", "dyn4_energy", "step_books", "sum_books", "PHStructure", "ph_structure", "ph_rhs",
            "ph_state"]
 
 
@@ -110,18 +110,31 @@ def _u(t):
     return t.unsqueeze(-1) if t.ndim else t
 
 
+def _midpoint(x, x1):
+    """The twist ``(vx, vy, r, phid, thetad)`` at the step's midpoint, each (...)."""
+    vx0, vy0, r0, _, pd0, td0 = _twist(x)
+    vx1, vy1, r1, _, pd1, td1 = _twist(x1)
+    return (vx0 + vx1) / 2, (vy0 + vy1) / 2, (r0 + r1) / 2, (pd0 + pd1) / 2, (td0 + td1) / 2
+
+
+def contact_rates(x, x1, pl: Planar, p: Dyn4Params) -> torch.Tensor:
+    """``y = G^T dH/dx`` ``(..., 4)`` [m/s]: each contact patch's rolling velocity at the step's
+    midpoint (the twist along the wheel heading plus the pitch and roll of the body ``h`` above
+    it), the velocity a longitudinal force works on."""
+    vx, vy, r, pd, td = _midpoint(x, x1)
+    h = _u(p.h)
+    return twist_dot(pl.gv, vx, vy, r) + h * (pl.sind * pd.unsqueeze(-1) - pl.cosd * td.unsqueeze(-1))
+
+
 def step_books(x, x1, f: Forces, pl: Planar, f_grade, p: Dyn4Params, g, hdt: float, f_ext=None) -> Books:
     """The books of the substep ``x -> x1``, from the forces the step applied (dyn4.py):
     ``f_grade`` the grade force, ``f_ext`` the external port's ``(Fx, Fy, Mz)``, each a triple or None."""
-    vx0, vy0, r0, zd0, pd0, td0 = _twist(x)
-    vx1, vy1, r1, zd1, pd1, td1 = _twist(x1)
-    vx, vy, r = (vx0 + vx1) / 2, (vy0 + vy1) / 2, (r0 + r1) / 2
-    pd, td = (pd0 + pd1) / 2, (td0 + td1) / 2
-    cosd, sind, gv, nv = pl.cosd, pl.sind, pl.gv, pl.nv
+    vx, vy, r, pd, td = _midpoint(x, x1)
+    cosd, sind, nv = pl.cosd, pl.sind, pl.nv
     h = _u(p.h)
     Fx, Fy, Fy0 = f.Fx, pl.Fy, pl.Fy0
     pd_, td_ = pd.unsqueeze(-1), td.unsqueeze(-1)
-    y = twist_dot(gv, vx, vy, r) + h * (sind * pd_ - cosd * td_)
+    y = contact_rates(x, x1, pl, p)
     supplied = hdt * (Fx * y).sum(-1)
     tire = -hdt * (Fy0 * nv[0] * vx.unsqueeze(-1) + Fy * (nv[1] * vy.unsqueeze(-1) + nv[2] * r.unsqueeze(-1))).sum(-1)
     lever = hdt * (Fy * h * (cosd * pd_ + sind * td_)).sum(-1)
@@ -135,7 +148,7 @@ def step_books(x, x1, f: Forces, pl: Planar, f_grade, p: Dyn4Params, g, hdt: flo
     through_dampers = -hdt * (p.damp * rel1 * f.hdot).sum(-1)
     grade = torch.zeros_like(supplied) if f_grade is None else hdt * (f_grade[0] * vx + f_grade[1] * vy + f_grade[2] * r)
     external = torch.zeros_like(supplied) if f_ext is None else hdt * (f_ext[0] * vx + f_ext[1] * vy + f_ext[2] * r)
-    limiter = p.m * (vx1 - pl.vx_free) * vx
+    limiter = p.m * (x1[..., 3] - pl.vx_free) * vx
     H0 = _energy_on(x, p, f.hg)
     H1_old = _energy_on(x1, p, f.hg)
     H1 = dyn4_energy(x1, p, g)

@@ -36,7 +36,8 @@ import torch
 
 from .._math import atanc, ellipse_factor, sinc_unnormalised, softcap, softplus_floor
 
-__all__ = ["A_BLEND", "pacejka", "lateral_secant", "load_sensitive_mu", "longitudinal_forces"]
+__all__ = ["A_BLEND", "pacejka", "lateral_secant", "load_sensitive_mu", "longitudinal_forces", "driven_requests",
+           "driven_forces"]
 
 A_BLEND = 0.05  # [m/s^2] the drive and brake shares blend over |a| < A_BLEND
 
@@ -95,6 +96,29 @@ def longitudinal_forces(a, vx, Fz, mu, p):
     share = share_load + s * (p.drive_share - share_load)
     limit = mu * Fz
     return softcap(total.unsqueeze(-1) * share, limit), limit
+
+
+def driven_requests(drive, vx, Fz, p):
+    """Per-wheel requests ``(D, Bk)`` ``(..., n)`` [N] of a driven step (the powertrain's forces).
+
+    ``drive (..., 2) = (F_drive, F_brake)``: the total drive force at the contact patches [N]
+    (signed: + pushes forward, - in reverse gear) shared by ``drive_share`` (open differentials),
+    and the total brake force [N] (>= 0) shared by load and acting against ``sign(vx)``.
+    ``D`` is each wheel's drive share, ``Bk`` its brake force (signed with the travel).
+    """
+    f_drive, f_brake = drive[..., 0:1], drive[..., 1:2]
+    D = f_drive * p.drive_share
+    Bk = f_brake * (Fz / Fz.sum(-1, keepdim=True)) * torch.sign(vx).unsqueeze(-1)
+    return D, Bk
+
+
+def driven_forces(drive, vx, Fz, mu, p):
+    """``(Fx, limit)`` like :func:`longitudinal_forces`, from the powertrain's forces instead of
+    an acceleration command: ``Fx_i = softcap(D_i - Bk_i, mu_i Fz_i)`` (:func:`driven_requests`).
+    No power cap and no blend: the powertrain's maps already bound the drive force."""
+    D, Bk = driven_requests(drive, vx, Fz, p)
+    limit = mu * Fz
+    return softcap(D - Bk, limit), limit
 
 
 def lateral_peak(Fx, limit) -> torch.Tensor:
