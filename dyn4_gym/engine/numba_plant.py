@@ -238,10 +238,14 @@ def _energy(x, P, hg):
 
 
 @njit(cache=True, error_model="numpy")
-def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W, fe0, fe1, fe2):
+def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W, fe0, fe1, fe2, drv, fd, fb, dwork):
     """One substep of row ``b``: state ``x (14,)``, input ``(d_in, a_in)`` and external force
     ``(fe0, fe1, fe2)`` = (Fx, Fy, Mz) -> ``y (14,)`` and, with ``want_books``, the books ``bk``
-    (``BOOK_ORDER``). ``W (N_SCRATCH, 4)`` is scratch, so nothing is allocated here."""
+    (``BOOK_ORDER``). ``W (N_SCRATCH, 4)`` is scratch, so nothing is allocated here.
+
+    ``drv``: driven by a powertrain's forces ``(fd, fb)`` [N] instead of ``a_in``
+    (:func:`dyn4_gym.plant.dyn4.dyn4_drive_step`); with ``want_books`` its ``DriveWork``
+    ``(drive, brakes, wheelspin, v_drive)`` goes to ``dwork (4,)``."""
     m, Iz, h, g, eps_load = P[0], P[1], P[2], P[3], P[4]
     delta_max, a_drive, a_brake, power = P[5], P[6], P[7], P[8]
     tau_s, tau_d, c_drag, f_roll, v_lat, v_roll, Ix, Iy, L = (P[9], P[10], P[11], P[12], P[13], P[14], P[15],
@@ -257,6 +261,12 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     delta = d_cmd + (x[12] - d_cmd) * dec_s
     a = a_cmd + (x[13] - a_cmd) * dec_d
     Xp, Yp, psi, vx, vy, r = x[0], x[1], x[2], x[3], x[4], x[5]
+    sgn = 1.0 if vx > 0 else (-1.0 if vx < 0 else 0.0)
+    if drv:
+        a = (fd - sgn * fb) / m
+        braking = fb > abs(fd)
+    else:
+        braking = a < 0
     # 2. ground under the wheels (and its slopes); 3. loads
     mu_g, hg, sbx, sby, rate, hdot, spring, Fz = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7]
     ground_under_row(b, Xp, Yp, psi, P, passive or grade, T, mu_g, hg, sbx, sby)
@@ -265,7 +275,6 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     if a >= 0:
         total = m * a / (1.0 + (m * a * vx / power) ** 4) ** 0.25
     else:
-        sgn = 1.0 if vx > 0 else (-1.0 if vx < 0 else 0.0)
         total = m * a * sgn
     s = min(max((a + A_BLEND) / (2 * A_BLEND), 0.0), 1.0)
     s = s * s * (3.0 - 2.0 * s)
@@ -276,7 +285,10 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
         sl = Fz[i] / fz_sum
         share = sl + s * (share_d[i] - sl)
         limit = mu_i * Fz[i]
-        Fx[i] = _softcap(total * share, limit)
+        if drv:  # tire.driven_forces: drive by the differentials' shares, brakes by load
+            Fx[i] = _softcap(fd * share_d[i] - fb * sl * sgn, limit)
+        else:
+            Fx[i] = _softcap(total * share, limit)
         Dp[i] = limit * _ellipse((Fx[i] / limit) ** 2)
     # Ackermann and the wheel frames
     cd, sd, g0, g1, g2, n0, n1, n2 = W[10], W[11], W[12], W[13], W[14], W[15], W[16], W[17]
@@ -308,7 +320,7 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
         fx_body += Fx[i] * g0[i] + Fy0[i] * n0[i]
     drag = c_drag * vx * abs(vx) + f_roll * math.tanh(vx / v_roll)
     vx_free = vx + hdt * ((fx_body - drag + ext0) / m + r * vy)
-    vx1 = 0.0 if (a < 0 and vx * vx_free <= 0) else vx_free
+    vx1 = 0.0 if (braking and vx * vx_free <= 0) else vx_free
     # 5. (vy, r) implicit with the secants
     fx_gy = ext1
     fx_gr = ext2
@@ -383,9 +395,15 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     vxm, vym, rm = 0.5 * (vx + vx1), 0.5 * (vy + vy1), 0.5 * (r + r1)
     pdm, tdm = 0.5 * (x[10] + qd1), 0.5 * (x[11] + qd2)
     supplied = tire = lever = damper = through = 0.0
+    v_drive = w_brake = w_spin = 0.0
     for i in range(4):
         yi = g0[i] * vxm + g1[i] * vym + g2[i] * rm + h * (sd[i] * pdm - cd[i] * tdm)
         supplied += Fx[i] * yi
+        if drv:
+            di, bi = fd * share_d[i], fb * (Fz[i] / fz_sum) * sgn
+            v_drive += share_d[i] * yi
+            w_brake += bi * yi
+            w_spin += (di - bi - Fx[i]) * yi
         tire += Fy0[i] * n0[i] * vxm + Fy[i] * (n1[i] * vym + n2[i] * rm)
         lever += Fy[i] * h * (cd[i] * pdm + sd[i] * tdm)
         rel1 = qd0 + yw[i] * qd1 - xw[i] * qd2 - hdot[i]
@@ -416,13 +434,16 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     residual = dH - (supplied - dissipated + lever + gradew + ground + limiter + external)
     bk[0], bk[1], bk[2], bk[3], bk[4], bk[5] = dH, supplied, dissipated, tire, damper, dragw
     bk[6], bk[7], bk[8], bk[9], bk[10], bk[11] = lever, gradew, ground, limiter, external, residual
+    if drv:
+        dwork[0], dwork[1], dwork[2], dwork[3] = hdt * fd * v_drive, hdt * w_brake, hdt * w_spin, v_drive
 
 
 def _step_rows_py(X0, U, FE, P, grade, passive, hdt, want_books, T, X1, BK):
     for b in prange(X0.shape[0]):
         W = np.empty((N_SCRATCH, 4))
+        dw = np.empty(4)
         substep_row(X0[b], U[b, 0], U[b, 1], P, grade, passive, hdt, want_books, b, T, X1[b], BK[b], W, FE[b, 0],
-                    FE[b, 1], FE[b, 2])
+                    FE[b, 1], FE[b, 2], False, 0.0, 0.0, dw)
 
 
 def serial_and_parallel(fn):

@@ -340,6 +340,7 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
         W = np.empty((N_SCRATCH, 4))
         buf = np.empty((2, 14))
         bk = np.zeros(_NB)
+        dw = np.empty(4)
         books = info[_NT:_NT + _NB]
         books[:] = 0.0
         a0 = min(max(A[b, 0], -1.0), 1.0)
@@ -361,7 +362,7 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
         e = th = 0.0
         out = rolled = False
         for _ in range(n_sub):
-            substep_row(cur, ud, ua, P, grade, passive, hdt, True, b, T, nxt, bk, W, 0.0, 0.0, 0.0)
+            substep_row(cur, ud, ua, P, grade, passive, hdt, True, b, T, nxt, bk, W, 0.0, 0.0, 0.0, False, 0.0, 0.0, dw)
             finite = True
             for i in range(14):
                 if not math.isfinite(nxt[i]):

@@ -1,0 +1,156 @@
+"""The powertrain in Numba: the CPU engine's copy of :mod:`dyn4_gym.plant.powertrain` and
+:func:`dyn4_gym.plant.drive.drive_step`, stage by stage and in the same order (float64).
+
+tests/test_powertrain_engine.py holds it to the torch reference (1e-9) and to a golden file.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ..plant.powertrain import POWERTRAIN_LINES
+from .numba_plant import BOOK_ORDER, N_SCRATCH, serial_and_parallel, substep_row
+
+__all__ = ["pack_powertrain", "drive_step_np", "POWERTRAIN_LINES", "N_PT_LINES"]
+
+RPM = 30.0 / math.pi
+N_PT_LINES = len(POWERTRAIN_LINES)
+# the scalar block of the packed vector, then the forward ratios
+_J, _UP, _DOWN, _DELAY, _COUPLE, _TB, _R, _ETA, _IDLE, _BAND, _ETA_I, _NG, _REV, _G1 = range(14)
+
+
+def pack_powertrain(pt) -> tuple:
+    """``(vector, maps)`` of a :class:`PowertrainParams`: the scalars and ratios, and the four
+    maps (torque, losses, capacity factor, torque ratio) as ``(n, 2)`` float64 arrays."""
+    head = [pt.crank_inertia, pt.upshift_rpm, pt.downshift_rpm, pt.shift_delay, pt.coupling_sr, pt.brake_torque,
+            pt.wheel_radius, pt.driveline_efficiency, pt.idle_rpm, pt.idle_band_rpm, pt.indicated_efficiency,
+            float(pt.n_gears), pt.reverse_ratio]
+    vec = np.asarray(head + list(pt.gear_ratios), dtype=np.float64)
+    maps = tuple(np.ascontiguousarray(np.asarray(m, dtype=np.float64)) for m in
+                 (pt.torque_map, pt.losses_map, pt.capacity_map, pt.torque_ratio_map))
+    return vec, maps
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _interp(x, m):
+    """powertrain.interp: a sum of clamped ramps, term for term."""
+    n = m.shape[0]
+    xc = min(max(x, m[0, 0]), m[n - 1, 0])
+    y = m[0, 1]
+    for k in range(n - 1):
+        xa, xb = m[k, 0], m[k + 1, 0]
+        y = y + (m[k + 1, 1] - m[k, 1]) / (xb - xa) * min(max(xc - xa, 0.0), xb - xa)
+    return y
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _ratio(gear, Q):
+    return Q[_REV] if gear < 0 else Q[_G1 + int(gear) - 1]
+
+
+@njit(cache=True, error_model="numpy")
+def select_gear_row(s, direction, vx, Q, hdt):
+    """powertrain.select_gear for one row, in place on ``s (3,)``."""
+    gear, t = s[1], s[2] + hdt
+    to_rev = direction < 0 and gear > 0
+    to_fwd = direction > 0 and gear < 0
+    rpm_t = vx / (_ratio(gear, Q) * Q[_R]) * RPM
+    ready = gear > 0 and t >= Q[_DELAY] and not to_rev
+    up = ready and rpm_t > Q[_UP] and gear < Q[_NG]
+    down = ready and rpm_t < Q[_DOWN] and gear > 1
+    g1 = -1.0 if to_rev else (1.0 if to_fwd else gear)
+    g1 = g1 + (1.0 if up else 0.0) - (1.0 if down else 0.0)
+    s[1] = g1
+    s[2] = 0.0 if (to_rev or to_fwd or up or down) else t
+
+
+@njit(cache=True, error_model="numpy")
+def forces_row(s, throttle, brake, vx, Q, maps, out):
+    """powertrain.powertrain_forces for one row into ``out (8,)``: f_drive, f_brake, t_engine,
+    t_pump, t_turbine, eff, ratio, fuel_power."""
+    tq, loss, cf, tr = maps
+    w_e = s[0]
+    ratio = _ratio(s[1], Q)
+    rpm = w_e * RPM
+    opening = min(max((Q[_IDLE] - rpm) / Q[_BAND], 0.0), 1.0)
+    theta = throttle + (1.0 - throttle) * opening
+    t_comb = theta * _interp(rpm, tq)
+    t_engine = t_comb + _interp(rpm, loss)
+    fuel_power = max(t_comb, 0.0) * w_e / Q[_ETA_I]
+    w_t = vx / (ratio * Q[_R])
+    sr = w_t / max(w_e, 1e-6)
+    back = sr > 1.0
+    sigma = min(max(2.0 - sr if back else sr, 0.0), 1.0)
+    fade = min((1.0 - sigma) / (1.0 - Q[_COUPLE]), 1.0)
+    t_pump = (w_e / _interp(sigma, cf)) ** 2 * fade
+    if back:
+        t_pump = -t_pump
+    t_turbine = t_pump if back else _interp(sigma, tr) * t_pump
+    eff = Q[_ETA] if t_turbine * w_t >= 0 else 1.0 / Q[_ETA]
+    out[0] = eff * t_turbine / (ratio * Q[_R])
+    out[1] = brake * (4.0 * Q[_TB] / Q[_R])
+    out[2], out[3], out[4], out[5], out[6], out[7] = t_engine, t_pump, t_turbine, eff, ratio, fuel_power
+
+
+@njit(cache=True, error_model="numpy")
+def drive_substep_row(x, s, steer, throttle, brake, direction, P, grade, passive, Q, maps, hdt, want_books, b, T, y,
+                      bk, pbk, W, pf, dwork):
+    """drive.drive_step for one row: ``x (14,)``, ``s (3,)`` (stepped in place) -> ``y (14,)``;
+    with ``want_books`` the plant's books ``bk`` and the powertrain's ``pbk`` (POWERTRAIN_LINES)."""
+    steer = min(max(steer, -1.0), 1.0)
+    throttle = min(max(throttle, 0.0), 1.0)
+    brake = min(max(brake, 0.0), 1.0)
+    select_gear_row(s, -1.0 if direction < 0 else 1.0, x[3], Q, hdt)
+    forces_row(s, throttle, brake, x[3], Q, maps, pf)
+    substep_row(x, steer * P[5], 0.0, P, grade, passive, hdt, want_books, b, T, y, bk, W, 0.0, 0.0, 0.0, True,
+                pf[0], pf[1], dwork)
+    w0 = s[0]
+    w1 = w0 + hdt * (pf[2] - pf[3]) / Q[_J]
+    s[0] = w1
+    if want_books:
+        w_m = 0.5 * (w0 + w1)
+        w_t = dwork[3] / (pf[6] * Q[_R])
+        fuel = hdt * pf[7]
+        engine = fuel - hdt * pf[2] * w_m
+        crank = 0.5 * Q[_J] * (w1 * w1 - w0 * w0)
+        converter = hdt * (pf[3] * w_m - pf[4] * w_t)
+        driveline = hdt * pf[4] * w_t * (1.0 - pf[5])
+        pbk[0], pbk[1], pbk[2], pbk[3] = fuel, engine + crank + converter + driveline, engine, crank
+        pbk[4], pbk[5], pbk[6], pbk[7], pbk[8] = converter, driveline, dwork[0], dwork[1], dwork[2]
+
+
+def _drive_rows_py(X0, S, D, P, grade, passive, Q, maps, hdt, want_books, T, X1, BK, PBK):
+    for b in prange(X0.shape[0]):
+        W = np.empty((N_SCRATCH, 4))
+        pf = np.empty(8)
+        dwork = np.zeros(4)
+        direction = D[b, 3] if D.shape[1] == 4 else 1.0
+        drive_substep_row(X0[b], S[b], D[b, 0], D[b, 1], D[b, 2], direction, P, grade, passive, Q, maps, hdt,
+                          want_books, b, T, X1[b], BK[b], PBK[b], W, pf, dwork)
+
+
+_drive_rows_serial, _drive_rows_parallel = serial_and_parallel(_drive_rows_py)
+PARALLEL_FROM = 256
+
+
+def drive_step_np(x, s, driver, packed, packed_pt, terrain, hdt: float = 0.01, books: bool = False):
+    """drive_step on the CPU engine: ``x (B, 14)``, ``s (B, 3)``, ``driver (B, 3 or 4)`` float64.
+    Returns ``(x+, s+)`` and, with ``books``, the plant's lines (``BOOK_ORDER``) and the
+    powertrain's (``POWERTRAIN_LINES``), each ``(B, n)``."""
+    P, grade, passive = packed
+    Q, maps = packed_pt
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    s1 = np.array(s, dtype=np.float64, order="C", copy=True)
+    d = np.ascontiguousarray(driver, dtype=np.float64)
+    if d.ndim != 2 or d.shape[1] not in (3, 4) or d.shape[0] != x.shape[0] or s1.shape != (x.shape[0], 3):
+        raise ValueError(f"drive_step_np needs x (B, 14), s (B, 3), driver (B, 3 or 4); got {x.shape}, {s1.shape}, "
+                         f"{d.shape}")
+    out = np.empty_like(x)
+    bk = np.zeros((x.shape[0], len(BOOK_ORDER)))
+    pbk = np.zeros((x.shape[0], N_PT_LINES))
+    kernel = _drive_rows_parallel if x.shape[0] >= PARALLEL_FROM else _drive_rows_serial
+    kernel(x, s1, d, P, grade, passive, Q, maps, float(hdt), books, tuple(terrain), out, bk, pbk)
+    return (out, s1, bk, pbk) if books else (out, s1)
