@@ -5,7 +5,9 @@ re-import it through ``gym.make("dyn4_gym:Dyn4Humvee-v0")`` are fine):
 
 - ``Dyn4Humvee-v0``: the default task, hills, friction patches and bumps;
 - ``Dyn4HumveeFlat-v0``: level ground of constant friction 0.8, no patches or bumps, for quick
-  learning tests.
+  learning tests;
+- ``Dyn4HumveeDriver-v0``: the default task driven through the powertrain, actions
+  ``(steer, throttle, brake)`` (``action="driver"``; docs/env.md, "Actions").
 """
 
 __version__ = "0.1.0"
@@ -19,6 +21,7 @@ def _register() -> None:
     specs = {
         "Dyn4Humvee-v0": {"engine": "auto"},
         "Dyn4HumveeFlat-v0": {"ground": dict(FLAT_GROUND), "engine": "auto"},
+        "Dyn4HumveeDriver-v0": {"action": "driver", "engine": "auto"},
     }
     for env_id, kwargs in specs.items():
         if env_id in registry:

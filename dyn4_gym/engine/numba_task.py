@@ -26,19 +26,24 @@ from numba import njit, prange
 
 from .numba_plant import (_NS, BOOK_ORDER, N_SCRATCH, corner_sum, ground_under_row, height_at, loads_row,
                           serial_and_parallel, solve_sym3, substep_row)
+from .numba_powertrain import N_PT_LINES, POWERTRAIN_LINES, RPM, drive_substep_row
 
 __all__ = ["NumbaTask", "NumbaState", "TERM_ORDER", "INFO_COLUMNS", "FLAG_COLUMNS", "TERRAIN_FIELDS", "reset_rows", "observe",
            "step"]
 
 # the built-in reward terms, in the kernel's order (rewards.DEFAULT_WEIGHTS has the same order)
-TERM_ORDER = ("progress", "speed", "cross_track", "heading", "energy", "tire_slip", "damper", "comfort",
+TERM_ORDER = ("progress", "speed", "cross_track", "heading", "energy", "fuel", "tire_slip", "damper", "comfort",
               "action_rate", "termination")
-# the float columns of one step's packed info, then its bool columns
-INFO_COLUMNS = TERM_ORDER + BOOK_ORDER + ("progress_info", "distance", "s", "cross_track_info", "heading_error")
+# the float columns of one step's packed info (the powertrain's lines last, 0 for action="accel"),
+# then its bool columns
+INFO_COLUMNS = (TERM_ORDER + BOOK_ORDER + ("progress_info", "distance", "s", "cross_track_info", "heading_error")
+                + tuple("pt_" + n for n in POWERTRAIN_LINES))
 FLAG_COLUMNS = ("terminated", "truncated", "success", "out_of_corridor", "rollover", "nonfinite")
 TERRAIN_FIELDS = ("wave_kx", "wave_ky", "wave_amp", "wave_phase", "base_mu", "patch_x", "patch_y", "patch_r",
                   "patch_mu", "bump_x", "bump_y", "bump_h", "bump_r")
 _NT, _NB = len(TERM_ORDER), len(BOOK_ORDER)
+_NPT = N_PT_LINES
+_OPT = _NT + _NB + 5  # first powertrain column
 _MASK = 0xFFFFFFFF
 OBS_CLIP = 10.0
 
@@ -54,10 +59,11 @@ class NumbaState:
     idx: np.ndarray  # (B,) int64
     s: np.ndarray  # (B,)
     t: np.ndarray  # (B,) int64
-    prev_action: np.ndarray  # (B, 2)
+    prev_action: np.ndarray  # (B, 2), (B, 3) for action="driver"
     target_speed: np.ndarray  # (B,)
     key: np.ndarray  # (B,) int64
     episode: np.ndarray  # (B,) int64
+    pt: np.ndarray  # (B, 3) powertrain state (omega_e, gear, t_shift)
 
     @property
     def batch_size(self) -> int:
@@ -76,15 +82,21 @@ class NumbaTask:
     """
 
     def __init__(self, core):
+        import torch
+
         from ..ground.terrain import RoughConfig
-        from ..envs.core import OBS_NAMES, obs_scale
+        from ..envs.core import obs_scale
+        from ..plant.powertrain import powertrain_at
         from .numba_plant import pack_params
+        from .numba_powertrain import pack_powertrain
 
         cfg = core.cfg
         g = cfg.ground
         if type(g) is not RoughConfig:
             raise ValueError(f"the numba engine models the 'rough' ground kind, not {g.kind!r}")
         self.P, self.grade, self.passive = pack_params(core.p)
+        self.driver, self.n_action, self.n_obs = core.driver, core.n_action, len(core.obs_names)
+        self.Q, self.maps = pack_powertrain(core.pt)
         c = cfg.course
         self.hdt, self.n_sub, self.spacing = float(cfg.hdt), int(cfg.substeps), float(c.spacing)
         self.n_points = int(round(c.length / c.spacing)) + 1
@@ -100,7 +112,9 @@ class NumbaTask:
         self.vt = float(cfg.target_speed)
         self.v0 = float(cfg.target_speed if cfg.start_speed is None else cfg.start_speed)
         self.ahead = np.asarray(c.preview, dtype=np.float64)
-        self.scales = np.array([obs_scale(n, float(core.p.delta_max), c.half_width) for n in OBS_NAMES])
+        self.scales = np.array([obs_scale(n, float(core.p.delta_max), c.half_width) for n in core.obs_names])
+        # every row starts at the same speed, so in the same powertrain state
+        self.pt0 = powertrain_at(core.pt, torch.tensor(self.v0, dtype=torch.float64)).numpy()
         # the kernel's built-in terms, weighted; a name the user re-registered is evaluated in
         # torch after the kernel (with the other custom terms), so its built-in weight here is 0
         from ..envs.rewards import REWARD_TERMS_BUILTIN
@@ -116,8 +130,8 @@ class NumbaTask:
             z((B, sh["n_patches"])) for _ in range(4)) + tuple(z((B, sh["n_bumps"])) for _ in range(4))
         return NumbaState(x=z((B, 14)), terrain=terrain + (self.patch_edge,), course_xy=z((B, self.n_points, 2)),
                           course_heading=z((B, self.n_points)), idx=z(B, dtype=np.int64), s=z(B),
-                          t=z(B, dtype=np.int64), prev_action=z((B, 2)), target_speed=z(B),
-                          key=z(B, dtype=np.int64), episode=z(B, dtype=np.int64))
+                          t=z(B, dtype=np.int64), prev_action=z((B, self.n_action)), target_speed=z(B),
+                          key=z(B, dtype=np.int64), episode=z(B, dtype=np.int64), pt=z((B, 3)))
 
 
 # ------------------------------------------------------------------------------------ random streams
@@ -156,7 +170,7 @@ def _on_course(cxy, ch, b, frac, lo, spacing, offset):
     return cxy[b, j, 0] - offset * math.sin(th), cxy[b, j, 1] + offset * math.cos(th)
 
 
-def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, X, T, CXY, CH, IDX, S, TT, PREV, VT, KEY, EP):
+def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, pt0, X, T, CXY, CH, IDX, S, TT, PREV, VT, KEY, EP, PTS):
     """New episodes on ``rows``: course (C), rough terrain (G), settled rest state at speed ``v0``."""
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
     spacing, lat_accel, wl_min, wl_max, lead_in, half_width = C[0], C[1], C[2], C[3], C[4], C[5]
@@ -233,8 +247,10 @@ def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, X, T, CXY, CH, IDX, S,
         IDX[b] = 0
         S[b] = 0.0
         TT[b] = 0
-        PREV[b, 0] = 0.0
-        PREV[b, 1] = 0.0
+        for i in range(PREV.shape[1]):
+            PREV[b, i] = 0.0
+        for i in range(3):
+            PTS[b, i] = pt0[i]
         VT[b] = vt
         KEY[b] = keys[r]
         EP[b] = episodes[r]
@@ -281,14 +297,16 @@ def _wrap(a):
 
 
 @njit(cache=True, error_model="numpy")
-def _observe_row(b, x, P, grade, passive, T, CXY, CH, idx, s, vt, ahead, scales, spacing, W, out):
-    """TaskCore.observe for row ``b`` into ``out (30,)`` (float32)."""
+def _observe_row(b, x, pts, P, grade, passive, T, CXY, CH, idx, s, vt, ahead, scales, spacing, W, out):
+    """TaskCore.observe for row ``b`` into ``out (30,)`` (float32); ``(32,)`` with the powertrain's
+    engine speed and gear (``action="driver"``, ``pts`` its state)."""
     Fz0 = P[_NS + 8:_NS + 12]
     mu_g, hg, sbx, sby, rate, hdot, spring, Fz = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7]
     ground_under_row(b, x[0], x[1], x[2], P, passive or grade, T, mu_g, hg, sbx, sby)
     loads_row(x, P, passive, hg, sbx, sby, rate, hdot, spring, Fz)
     _, _, e, th = _project(CXY, CH, b, idx, x[0], x[1], spacing)
-    raw = np.empty(30)
+    no = out.shape[0]
+    raw = np.empty(no)
     raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6] = x[3], x[4], x[5], x[7], x[8], x[10], x[11]
     raw[7], raw[8] = x[12], x[13]
     for i in range(4):
@@ -307,25 +325,29 @@ def _observe_row(b, x, P, grade, passive, T, CXY, CH, idx, s, vt, ahead, scales,
         rx, ry = qx - x[0], qy - x[1]
         raw[20 + 2 * k] = c * rx + sn * ry
         raw[21 + 2 * k] = -sn * rx + c * ry
-    for i in range(30):
+    if no > 30:
+        raw[30], raw[31] = pts[0] * RPM, pts[1]
+    for i in range(no):
         v = raw[i] / scales[i]
         if v != v:
             v = 0.0
         out[i] = min(max(v, -OBS_CLIP), OBS_CLIP)
 
 
-def _observe_py(rows, P, grade, passive, T, CXY, CH, X, IDX, S, VT, ahead, scales, spacing, OBS):
+def _observe_py(rows, P, grade, passive, T, CXY, CH, X, PTS, IDX, S, VT, ahead, scales, spacing, OBS):
     for r in prange(rows.shape[0]):
         b = rows[r]
         W = np.empty((N_SCRATCH, 4))
-        _observe_row(b, X[b], P, grade, passive, T, CXY, CH, IDX[b], S[b], VT[b], ahead, scales, spacing, W, OBS[r])
+        _observe_row(b, X[b], PTS[b], P, grade, passive, T, CXY, CH, IDX[b], S[b], VT[b], ahead, scales, spacing, W,
+                     OBS[r])
 
 
 # ------------------------------------------------------------------------------------------- step
-def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, X, CXY, CH, IDX, S, TT, PREV,
-             VT, OBS, REW, INFO, FLAGS):
+def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, driver, Q, maps, X, CXY, CH, IDX,
+             S, TT, PREV, VT, PTS, OBS, REW, INFO, FLAGS):
     """TaskCore.step for every active row, in place; inactive rows are left as they are, their
-    outputs zero (the caller resets them)."""
+    outputs zero (the caller resets them). ``driver``: actions are (steer, throttle, brake) through
+    the powertrain (``Q``, ``maps``; state ``PTS``)."""
     spacing, half_width, goal_margin, roll_limit, episode_steps, weight = C[0], C[1], C[2], C[3], C[4], C[5]
     delta_max, a_drive, a_brake = P[5], P[6], P[7]
     n = CXY.shape[1]
@@ -341,12 +363,25 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
         buf = np.empty((2, 14))
         bk = np.zeros(_NB)
         dw = np.empty(4)
+        pbk = np.zeros(_NPT)
+        pf = np.empty(8)
+        sbuf = np.empty((2, 3))
         books = info[_NT:_NT + _NB]
         books[:] = 0.0
+        ptb = info[_OPT:_OPT + _NPT]
+        ptb[:] = 0.0
         a0 = min(max(A[b, 0], -1.0), 1.0)
-        a1 = min(max(A[b, 1], -1.0), 1.0)
+        if driver:
+            a1 = min(max(A[b, 1], 0.0), 1.0)
+            a2 = min(max(A[b, 2], 0.0), 1.0)
+        else:
+            a1 = min(max(A[b, 1], -1.0), 1.0)
+            a2 = 0.0
         ud = a0 * delta_max
         ua = a1 * a_drive if a1 >= 0 else a1 * a_brake
+        scur, snxt = sbuf[0], sbuf[1]
+        for i in range(3):
+            scur[i] = PTS[b, i]
         # a row whose state is already non-finite steps from zeros for the bad entries, flagged
         nonfinite = False
         cur = buf[0]
@@ -362,8 +397,18 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
         e = th = 0.0
         out = rolled = False
         for _ in range(n_sub):
-            substep_row(cur, ud, ua, P, grade, passive, hdt, True, b, T, nxt, bk, W, 0.0, 0.0, 0.0, False, 0.0, 0.0, dw)
             finite = True
+            if driver:
+                for i in range(3):
+                    snxt[i] = scur[i]
+                drive_substep_row(cur, snxt, a0, a1, a2, 1.0, P, grade, passive, Q, maps, hdt, True, b, T, nxt, bk,
+                                  pbk, W, pf, dw)
+                for i in range(3):
+                    if not math.isfinite(snxt[i]):
+                        finite = False
+            else:
+                substep_row(cur, ud, ua, P, grade, passive, hdt, True, b, T, nxt, bk, W, 0.0, 0.0, 0.0, False, 0.0,
+                            0.0, dw)
             for i in range(14):
                 if not math.isfinite(nxt[i]):
                     finite = False
@@ -371,6 +416,7 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
             if finite:
                 dx, dy = nxt[0] - cur[0], nxt[1] - cur[1]
                 cur, nxt = nxt, cur
+                scur, snxt = snxt, scur
             else:
                 dx = dy = 0.0
             idx, s_new, e, th = _project(CXY, CH, b, idx, cur[0], cur[1], spacing)
@@ -385,6 +431,9 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
             if finite:
                 for k in range(_NB):
                     books[k] += bk[k]
+                if driver:
+                    for k in range(_NPT):
+                        ptb[k] += pbk[k]
         success = s_prev >= length - goal_margin
         failed = out or rolled or nonfinite
         terminated = failed or success
@@ -398,11 +447,15 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
         terms[2] = -(e / half_width) ** 2
         terms[3] = -(he ** 2)
         terms[4] = -max(books[1], 0.0) / weight
-        terms[5] = -books[3] / weight
-        terms[6] = -books[4] / weight
-        terms[7] = -(cur[10] ** 2 + cur[11] ** 2)
-        terms[8] = -((a0 - PREV[b, 0]) ** 2 + (a1 - PREV[b, 1]) ** 2)
-        terms[9] = -1.0 if failed else 0.0
+        terms[5] = -ptb[0] / weight if driver else 0.0
+        terms[6] = -books[3] / weight
+        terms[7] = -books[4] / weight
+        terms[8] = -(cur[10] ** 2 + cur[11] ** 2)
+        rate = (a0 - PREV[b, 0]) ** 2 + (a1 - PREV[b, 1]) ** 2
+        if driver:
+            rate += (a2 - PREV[b, 2]) ** 2
+        terms[9] = -rate
+        terms[10] = -1.0 if failed else 0.0
         reward = 0.0
         for k in range(_NT):
             reward += weights[k] * terms[k]
@@ -411,12 +464,13 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
         if nonfinite or not math.isfinite(reward):
             for k in range(_NT):
                 terms[k] = 0.0
-            terms[9] = -1.0
-            reward = -weights[9]
+            terms[10] = -1.0
+            reward = -weights[10]
             nonfinite = terminated = failed = True
             truncated = False
             progress = 0.0
             books[:] = 0.0
+            ptb[:] = 0.0
         REW[b] = reward
         o = _NT + _NB
         info[o], info[o + 1], info[o + 2] = progress, distance, s_prev
@@ -429,7 +483,11 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
             X[b, i] = cur[i]
         IDX[b], S[b] = idx, s_prev
         PREV[b, 0], PREV[b, 1] = a0, a1
-        _observe_row(b, cur, P, grade, passive, T, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OBS[b])
+        if driver:
+            PREV[b, 2] = a2
+        for i in range(3):
+            PTS[b, i] = scur[i]
+        _observe_row(b, cur, scur, P, grade, passive, T, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OBS[b])
 
 
 _KERNELS = {name: serial_and_parallel(fn)
@@ -455,28 +513,28 @@ def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: 
         return
     _kernel("reset", rows.size)(rows, np.ascontiguousarray(keys, dtype=np.int64),
                                 np.ascontiguousarray(episodes, dtype=np.int64), k.P, k.reset_course, k.reset_ground,
-                                k.v0, k.vt, st.x, st.terrain, st.course_xy, st.course_heading, st.idx, st.s, st.t,
-                                st.prev_action, st.target_speed, st.key, st.episode)
+                                k.v0, k.vt, k.pt0, st.x, st.terrain, st.course_xy, st.course_heading, st.idx, st.s,
+                                st.t, st.prev_action, st.target_speed, st.key, st.episode, st.pt)
 
 
 def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
-    """The observation ``(len(rows), 30)`` float32 of ``rows`` (default: every row)."""
+    """The observation ``(len(rows), k.n_obs)`` float32 of ``rows`` (default: every row)."""
     rows = np.arange(st.batch_size) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
-    obs = np.empty((rows.size, 30), dtype=np.float32)
+    obs = np.empty((rows.size, k.n_obs), dtype=np.float32)
     _kernel("observe", rows.size)(rows, k.P, k.grade, k.passive, st.terrain, st.course_xy, st.course_heading, st.x,
-                                      st.idx, st.s, st.target_speed, k.ahead, k.scales, k.spacing, obs)
+                                  st.pt, st.idx, st.s, st.target_speed, k.ahead, k.scales, k.spacing, obs)
     return obs
 
 
 def step(k, st: NumbaState, actions: np.ndarray, active: np.ndarray):
-    """One env step of the active rows, in place. Returns ``(obs (B, 30) float32, reward (B,),
+    """One env step of the active rows, in place. Returns ``(obs (B, k.n_obs) float32, reward (B,),
     info (B, len(INFO_COLUMNS)), flags (B, len(FLAG_COLUMNS)) bool)``."""
     B = st.batch_size
-    obs = np.zeros((B, 30), dtype=np.float32)
+    obs = np.zeros((B, k.n_obs), dtype=np.float32)
     rew = np.empty(B)
     info = np.empty((B, len(INFO_COLUMNS)))
     flags = np.empty((B, len(FLAG_COLUMNS)), dtype=np.bool_)
     _kernel("step", B)(actions, active, k.P, k.grade, k.passive, k.hdt, k.n_sub, st.terrain, k.step_consts,
-                       k.weights, k.ahead, k.scales, st.x, st.course_xy, st.course_heading, st.idx, st.s, st.t,
-                       st.prev_action, st.target_speed, obs, rew, info, flags)
+                       k.weights, k.ahead, k.scales, k.driver, k.Q, k.maps, st.x, st.course_xy, st.course_heading,
+                       st.idx, st.s, st.t, st.prev_action, st.target_speed, st.pt, obs, rew, info, flags)
     return obs, rew, info, flags

@@ -56,6 +56,8 @@ class CourseConfig:
             check_range(f"{path}.preview[{i}]", v, 0.0, 1000.0, lo_open=True)
 
 
+ACTIONS = ("accel", "driver")  # the action interfaces (docs/env.md, "Actions")
+
 GroundConfig = RoughConfig  # the default terrain kind's config (dyn4_gym.ground.terrain)
 
 
@@ -78,6 +80,7 @@ class EnvConfig:
     device: str = "cpu"  # a torch device that exists here ("cpu", "cuda", "cuda:1"...)
     compile: bool = False  # torch.compile the step (numpy faces only): minutes to compile, then faster
     engine: str = "auto"  # the numpy faces' engine: "auto" (numba on the CPU), "numba" or "torch" (envs/engines.py)
+    action: str = "accel"  # "accel": (steer, accel) in [-1, 1]^2; "driver": (steer, throttle, brake) through the powertrain
 
     @property
     def substeps(self) -> int:
@@ -110,6 +113,8 @@ class EnvConfig:
             raise ConfigError(f"{path}.compile must be true or false, got {self.compile!r}")
         if self.engine not in ("auto", "numba", "torch"):
             raise ConfigError(f"{path}.engine must be 'auto', 'numba' or 'torch', got {self.engine!r}")
+        if self.action not in ACTIONS:
+            raise ConfigError(f"{path}.action must be one of {ACTIONS}, got {self.action!r}")
         if self.engine == "numba" and (self.compile or _device_type(self.device) != "cpu"):
             raise ConfigError(f"{path}.engine 'numba' runs on the CPU without torch.compile; "
                               f"device is {self.device!r}, compile is {self.compile}")

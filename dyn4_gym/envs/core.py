@@ -20,6 +20,8 @@ from .. import _rng
 from .._tree import put_rows, select_rows, tree_leaves, tree_map, tree_unflatten
 from ..ground.terrain import TERRAIN_KINDS, DrawContext
 from ..plant import DYN4, HUMVEE, dyn4_params, dyn4_rest, dyn4_step
+from ..plant.drive import drive_step
+from ..plant.powertrain import HUMVEE_POWERTRAIN, POWERTRAIN_LINES, PT, powertrain_at
 from ..plant.corners import forces_at
 from ..plant.energy import BOOK_LINES
 from .._checks import ConfigError
@@ -27,7 +29,7 @@ from .config import EnvConfig
 from .course import make_courses, preview_points, project, wrap_angle
 from .rewards import StepContext, resolve_terms
 
-__all__ = ["TaskState", "TaskCore", "OBS_TABLE", "OBS_NAMES", "OBS_INDEX", "BOOK_LINES", "obs_scale"]
+__all__ = ["TaskState", "TaskCore", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_INDEX", "BOOK_LINES", "obs_scale"]
 
 # (name, unit, scale): observation entry = value / scale, then clipped to [-10, 10]. The one place
 # the observation's order and scales are written (docs/env.md, "Observation"); a scale given as a
@@ -40,8 +42,11 @@ OBS_TABLE = (
     ("mu_FL", "-", 1.0), ("mu_FR", "-", 1.0), ("mu_RL", "-", 1.0), ("mu_RR", "-", 1.0),
     ("cross_track", "m", "half_width"), ("heading_error", "rad", 0.5), ("target_speed", "m/s", 10.0),
 ) + tuple((f"preview{k}_{c}", "m", 20.0) for k in range(5) for c in ("x", "y"))
+# the driver variant also observes the powertrain (its state is part of the Markov state)
+OBS_TABLE_DRIVER = OBS_TABLE + (("engine_speed", "rpm", 1000.0), ("gear", "-", 1.0))
 OBS_NAMES = tuple(o[0] for o in OBS_TABLE)
-OBS_INDEX = {name: i for i, name in enumerate(OBS_NAMES)}
+OBS_NAMES_DRIVER = tuple(o[0] for o in OBS_TABLE_DRIVER)
+OBS_INDEX = {name: i for i, name in enumerate(OBS_NAMES_DRIVER)}
 OBS_CLIP = 10.0
 # plant state entries observed directly, in OBS_TABLE's order
 _OBS_STATE = (("vx", DYN4.VX), ("vy", DYN4.VY), ("yaw_rate", DYN4.R), ("roll", DYN4.PHI), ("pitch", DYN4.THETA),
@@ -50,7 +55,7 @@ _OBS_STATE = (("vx", DYN4.VX), ("vy", DYN4.VY), ("yaw_rate", DYN4.R), ("roll", D
 
 def obs_scale(name: str, delta_max: float | None = None, half_width: float | None = None) -> float:
     """The scale of observation entry ``name`` (numeric, or the named parameter given here)."""
-    sc = OBS_TABLE[OBS_INDEX[name]][2]
+    sc = OBS_TABLE_DRIVER[OBS_INDEX[name]][2]
     if sc == "delta_max":
         return float(delta_max)
     if sc == "half_width":
@@ -69,10 +74,11 @@ class TaskState:
     idx: torch.Tensor  # (B,) long, course segment of the last projection
     s: torch.Tensor  # (B,) [m] arc length of the last projection
     t: torch.Tensor  # (B,) long, steps in this episode
-    prev_action: torch.Tensor  # (B, 2)
+    prev_action: torch.Tensor  # (B, 2), (B, 3) for action="driver"
     target_speed: torch.Tensor  # (B,)
     key: torch.Tensor  # (B,) long, the row's random stream
     episode: torch.Tensor  # (B,) long, episodes drawn on that stream
+    pt: torch.Tensor  # (B, 3) powertrain state (omega_e, gear, t_shift); used by action="driver"
 
     def detach(self) -> "TaskState":
         """The same state with every tensor cut from the autograd graph."""
@@ -102,9 +108,24 @@ class TaskCore:
         self.hdt = cfg.hdt
         self.terrain_kind = TERRAIN_KINDS[cfg.ground.kind]
         self._ahead = torch.tensor(cfg.course.preview, dtype=self.dtype, device=self.device)
-        self._scales = torch.tensor([obs_scale(n, float(self.p.delta_max), cfg.course.half_width) for n in OBS_NAMES],
-                                    dtype=self.dtype, device=self.device)
+        self.driver = cfg.action == "driver"
+        self.pt = HUMVEE_POWERTRAIN
+        self.obs_names = OBS_NAMES_DRIVER if self.driver else OBS_NAMES
+        self.n_action = 3 if self.driver else 2
+        self.book_lines = BOOK_LINES + (POWERTRAIN_LINES if self.driver else ())
+        self._scales = torch.tensor([obs_scale(n, float(self.p.delta_max), cfg.course.half_width)
+                                     for n in self.obs_names], dtype=self.dtype, device=self.device)
         self._weight = self.p.m * self.p.g
+
+    def spaces(self):
+        """The single env's ``(action_space, observation_space)`` (Gymnasium boxes, float32)."""
+        import numpy as np
+        from gymnasium import spaces
+
+        low = np.array([-1.0, 0.0, 0.0] if self.driver else [-1.0, -1.0], dtype=np.float32)
+        act = spaces.Box(low, np.ones_like(low), dtype=np.float32)
+        obs = spaces.Box(-OBS_CLIP, OBS_CLIP, (len(self.obs_names),), np.float32)
+        return act, obs
 
     # ------------------------------------------------------------------ resets
     def new_state(self, key: torch.Tensor, episode: torch.Tensor) -> TaskState:
@@ -131,8 +152,8 @@ class TaskCore:
         zeros_l = torch.zeros(B, dtype=torch.long, device=dev)
         return TaskState(x=x, terrain=terrain, course_xy=xy, course_heading=heading, idx=zeros_l,
                          s=torch.zeros(B, dtype=dt, device=dev), t=zeros_l,
-                         prev_action=torch.zeros(B, 2, dtype=dt, device=dev), target_speed=v_t, key=key,
-                         episode=episode)
+                         prev_action=torch.zeros(B, self.n_action, dtype=dt, device=dev), target_speed=v_t, key=key,
+                         episode=episode, pt=powertrain_at(self.pt, x[:, DYN4.VX]))
 
     def reset(self, key: torch.Tensor, episode: torch.Tensor):
         state = self.new_state(key, episode)
@@ -175,30 +196,41 @@ class TaskCore:
         for w, wheel in enumerate(("FL", "FR", "RL", "RR")):
             values[f"load_{wheel}"] = load[:, w]
             values[f"mu_{wheel}"] = f.mu_ground[:, w]
-        values.update(cross_track=e, heading_error=wrap_angle(x[:, DYN4.PSI] - th), target_speed=state.target_speed)
+        values.update(cross_track=e, heading_error=wrap_angle(x[:, DYN4.PSI] - th), target_speed=state.target_speed,
+                      engine_speed=state.pt[:, PT.OMEGA_E] * (30.0 / torch.pi), gear=state.pt[:, PT.GEAR])
         for k in range(bx.shape[1]):
             values[f"preview{k}_x"], values[f"preview{k}_y"] = bx[:, k], by[:, k]
-        raw = torch.stack([values[name] for name in OBS_NAMES], -1)
+        raw = torch.stack([values[name] for name in self.obs_names], -1)
         # a non-finite plant state (flagged in info["nonfinite"]) never leaks a NaN observation
         raw = torch.nan_to_num(raw / self._scales, nan=0.0, posinf=OBS_CLIP, neginf=-OBS_CLIP)
         return raw.clamp(-OBS_CLIP, OBS_CLIP)
 
     # ------------------------------------------------------------------ step
+    def clip_action(self, action: torch.Tensor) -> torch.Tensor:
+        """The action clipped to its box: ``[-1, 1]^2``, or for the driver ``[-1, 1] x [0, 1]^2``."""
+        a = action.to(self.dtype)
+        if not self.driver:
+            return a.clamp(-1.0, 1.0)
+        return torch.cat((a[:, :1].clamp(-1.0, 1.0), a[:, 1:].clamp(0.0, 1.0)), -1)
+
     def action_to_input(self, a: torch.Tensor) -> torch.Tensor:
-        """An action in ``[-1, 1]^2`` (already clipped) -> plant input ``(delta_cmd [rad], a_cmd [m/s^2])``."""
+        """An action in ``[-1, 1]^2`` (already clipped) -> plant input ``(delta_cmd [rad], a_cmd [m/s^2])``;
+        the driver's action ``(steer, throttle, brake)`` is the powertrain's input as it is."""
+        if self.driver:
+            return a
         p = self.p
         lon = torch.where(a[:, 1] >= 0, a[:, 1] * p.a_drive, a[:, 1] * p.a_brake)
         return torch.stack((a[:, 0] * p.delta_max, lon), -1)
 
     def step(self, state: TaskState, action: torch.Tensor):
         cfg = self.cfg
-        a = action.to(self.dtype).clamp(-1.0, 1.0)
+        a = self.clip_action(action)
         u = self.action_to_input(a)
-        x, idx, s_prev = state.x, state.idx, state.s
+        x, idx, s_prev, pt = state.x, state.idx, state.s, state.pt
         B = x.shape[0]
         progress = torch.zeros(B, dtype=self.dtype, device=self.device)
         distance = torch.zeros_like(progress)
-        books = {k: torch.zeros_like(progress) for k in BOOK_LINES}
+        books = {k: torch.zeros_like(progress) for k in self.book_lines}
         out = torch.zeros(B, dtype=torch.bool, device=self.device)
         rolled = out.clone()
         # a row whose state is already non-finite is stepped from a safe stand-in (zeros for the
@@ -207,14 +239,15 @@ class TaskCore:
         x = torch.where(nonfinite[:, None], torch.nan_to_num(x.detach(), nan=0.0, posinf=0.0, neginf=0.0), x)
         track = torch.is_grad_enabled() and (x.requires_grad or u.requires_grad)
         for _ in range(self.n_sub):
-            x_new, b = self._substep(x, u, nonfinite, state.terrain, track)
-            finite = torch.isfinite(x_new).all(-1)
+            x_new, pt_new, b = self._substep(x, pt, u, nonfinite, state.terrain, track)
+            finite = torch.isfinite(x_new).all(-1) & torch.isfinite(pt_new).all(-1)
             if track and bool((~finite & ~nonfinite).any()):
                 # mask before the arithmetic, not after: rerun with the new bad rows' inputs cut
                 # from the graph, so their NaNs cannot reach the finite rows' gradients
-                x_new, b = self._substep(x, u, nonfinite | ~finite, state.terrain, track)
+                x_new, pt_new, b = self._substep(x, pt, u, nonfinite | ~finite, state.terrain, track)
             nonfinite = nonfinite | ~finite
             x_prev, x = x, torch.where(finite[:, None], x_new, x)
+            pt = torch.where(finite[:, None], pt_new, pt)
             idx, s_new, e, th = project(state.course_xy, state.course_heading, idx, x[:, DYN4.X:DYN4.Y + 1],
                                         cfg.course.spacing)
             # progress is the projection's advance, but never more than the distance driven: far
@@ -227,8 +260,8 @@ class TaskCore:
             s_prev = s_new
             out = out | (e.abs() > cfg.course.half_width)
             rolled = rolled | (x[:, DYN4.PHI].abs() > cfg.roll_limit)
-            for k in BOOK_LINES:
-                v = getattr(b, k)
+            for k in self.book_lines:
+                v = b[k]
                 books[k] = books[k] + torch.where(finite, v, torch.zeros_like(v))
         length = (state.course_xy.shape[1] - 1) * cfg.course.spacing
         success = s_prev >= length - cfg.course.goal_margin
@@ -255,18 +288,24 @@ class TaskCore:
         books = {k: torch.where(bad, torch.zeros_like(v), v) for k, v in books.items()}
         new = TaskState(x=x, terrain=state.terrain, course_xy=state.course_xy, course_heading=state.course_heading,
                         idx=idx, s=s_prev, t=t, prev_action=a, target_speed=state.target_speed, key=state.key,
-                        episode=state.episode)
+                        episode=state.episode, pt=pt)
         info = dict(reward_terms=terms, books=books, success=success & ~failed, out_of_corridor=out,
                     rollover=rolled, nonfinite=nonfinite, progress=progress, distance=distance, s=s_prev,
                     cross_track=torch.nan_to_num(e, nan=0.0))
         return new, self.observe(new), reward, terminated, truncated, info
 
-    def _substep(self, x, u, cut, terrain, track):
-        """One plant substep; with ``track``, rows in ``cut`` step from inputs cut from the graph."""
+    def _substep(self, x, pt, u, cut, terrain, track):
+        """One plant substep (through the powertrain for the driver) -> ``(x+, pt+, books dict)``;
+        with ``track``, rows in ``cut`` step from inputs cut from the graph."""
         if track:
             x = torch.where(cut[:, None], x.detach(), x)
+            pt = torch.where(cut[:, None], pt.detach(), pt)
             u = torch.where(cut[:, None], u.detach(), u)
-        return dyn4_step(x, u, self.p, terrain, self.hdt, books=True)
+        if self.driver:
+            x1, pt1, bk, pb = drive_step(x, pt, u, self.p, self.pt, terrain, self.hdt, books=True)
+            return x1, pt1, {**bk.as_dict(), **pb.as_dict()}
+        x1, bk = dyn4_step(x, u, self.p, terrain, self.hdt, books=True)
+        return x1, pt, bk.as_dict()
 
     @staticmethod
     def _term(name, term, ctx, B):

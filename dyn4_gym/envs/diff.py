@@ -46,10 +46,10 @@ class Dyn4DiffEnv:
         if self.state is None:
             raise RuntimeError("call reset() before step()")
         if not isinstance(action, torch.Tensor):
-            raise TypeError(f"action must be a torch tensor of shape ({self.num_envs}, 2), got {type(action).__name__} "
+            raise TypeError(f"action must be a torch tensor of shape ({self.num_envs}, {self.core.n_action}), got {type(action).__name__} "
                             "(this face keeps gradients; use gym.make_vec for numpy)")
-        if action.shape != (self.num_envs, 2) or not torch.isfinite(action.detach()).all():
-            raise ValueError(f"action must be a finite tensor of shape ({self.num_envs}, 2)")
+        if action.shape != (self.num_envs, self.core.n_action) or not torch.isfinite(action.detach()).all():
+            raise ValueError(f"action must be a finite tensor of shape ({self.num_envs}, {self.core.n_action})")
         state, obs, reward, term, trunc, info = self.core.step(self.state, action)
         done = term | trunc
         info["final_obs"] = obs

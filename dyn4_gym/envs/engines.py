@@ -123,6 +123,8 @@ class NumbaEngine:
         self._nb = len(nt.TERM_ORDER)
         self._terms = {n: j for j, n in enumerate(nt.TERM_ORDER)}
         self._books = {n: self._nb + j for j, n in enumerate(nt.BOOK_ORDER)}
+        if core.driver:  # the powertrain's lines, after the plant's (their columns are named "pt_<line>")
+            self._books.update({n: nt.INFO_COLUMNS.index("pt_" + n) for n in nt.POWERTRAIN_LINES})
         self._cols = {n: j for j, n in enumerate(nt.INFO_COLUMNS) if j >= self._nb + len(nt.BOOK_ORDER)}
 
     def __getstate__(self):
@@ -198,6 +200,7 @@ class NumbaEngine:
             info[bad, :self._nb] = 0.0
             info[bad, self._nb - 1] = -1.0  # termination
             info[bad, self._nb:self._nb + len(nt.BOOK_ORDER)] = 0.0
+            info[bad, nt.INFO_COLUMNS.index("pt_" + nt.POWERTRAIN_LINES[0]):] = 0.0
             info[bad, c["progress_info"]] = 0.0
             reward[bad] = -core.weights["termination"]
             flags[bad, 0], flags[bad, 1], flags[bad, 2], flags[bad, 5] = True, False, False, True
@@ -219,7 +222,7 @@ class NumbaEngine:
         return TaskState(x=t(state.x), terrain=terrain, course_xy=t(state.course_xy),
                          course_heading=t(state.course_heading), idx=t(state.idx), s=t(state.s), t=t(state.t),
                          prev_action=t(state.prev_action), target_speed=t(state.target_speed), key=t(state.key),
-                         episode=t(state.episode))
+                         episode=t(state.episode), pt=t(state.pt))
 
 
 def make_engine(core: TaskCore):

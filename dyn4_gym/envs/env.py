@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
 import gymnasium as gym
-from gymnasium import spaces
 
 from .config import EnvConfig
-from .core import OBS_CLIP, OBS_NAMES
 from .inputs import check_actions, check_seed, seed_keys, seed_to_key, to_numpy_info
 from .vector import BatchRunner
 
@@ -83,8 +80,7 @@ class Dyn4Env(gym.Env):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.render_mode = render_mode
         self._runner = BatchRunner(EnvConfig.from_dict(kwargs), 1)
-        self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
-        self.observation_space = spaces.Box(-OBS_CLIP, OBS_CLIP, (len(OBS_NAMES),), np.float32)
+        self.action_space, self.observation_space = self._runner.core.spaces()
         self._renderer = None
 
     @property
@@ -123,7 +119,7 @@ class Dyn4Env(gym.Env):
     def step(self, action):
         if self._runner.state is None:
             raise RuntimeError("call reset() before step()")
-        a = check_actions(action, None)
+        a = check_actions(action, None, self._runner.core.n_action)
         obs, reward, term, trunc, raw = self._runner.step(a[None])
         if self.render_mode == "human":
             self.render()

@@ -36,8 +36,8 @@ def seed_to_key(seeds) -> torch.Tensor:
     return torch.from_numpy(seed_keys(seeds))
 
 
-def check_actions(action, n: int | None) -> np.ndarray:
-    """Validate an action (``n`` None: one ``(2,)`` action; else ``(n, 2)``); never clips here.
+def check_actions(action, n: int | None, width: int = 2) -> np.ndarray:
+    """Validate an action (``n`` None: one ``(width,)`` action; else ``(n, width)``); never clips here.
 
     Raises ``ValueError`` for a wrong shape, a non-numeric dtype or a NaN/inf, so a bad call
     leaves the env untouched.
@@ -48,7 +48,7 @@ def check_actions(action, n: int | None) -> np.ndarray:
         raise ValueError(f"action must be array-like, got {type(action).__name__}") from exc
     if a.dtype == object or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
         raise ValueError(f"action must be a float array, got dtype {a.dtype}")
-    want = (2,) if n is None else (n, 2)
+    want = (width,) if n is None else (n, width)
     if a.shape != want:
         raise ValueError(f"action must have shape {want}, got {a.shape}")
     if not np.isfinite(a).all():

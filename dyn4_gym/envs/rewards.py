@@ -3,7 +3,9 @@
 Each term returns its value per row, unweighted and signed (progress is positive, every cost
 negative), so weights are non-negative. ``info["reward_terms"]`` carries every term unweighted.
 Energy terms come from the plant's books over the step, in metres of lift: work divided by the
-car's weight ``m g`` (1 m of ``energy`` = the work that would lift the car 1 m).
+car's weight ``m g`` (1 m of ``energy`` = the work that would lift the car 1 m). ``energy`` is the
+positive work at the contact patches; ``fuel`` (``action="driver"`` only) the fuel burned for it,
+which also pays the engine's, converter's and driveline's losses.
 
 Users add a term with :func:`register_reward_term` (or pass term objects in the env's
 ``reward_terms``) and give it a weight by name; an unknown name is an error, never a silent 0.
@@ -35,8 +37,8 @@ class StepContext:
     heading_error: torch.Tensor  # [rad] yaw minus course heading, wrapped
     books: dict  # the step's energy lines [J], each (B,)
     weight: torch.Tensor  # [N] m g
-    action: torch.Tensor  # (B, 2) clipped action
-    prev_action: torch.Tensor  # (B, 2)
+    action: torch.Tensor  # (B, 2) clipped action, (B, 3) for action="driver"
+    prev_action: torch.Tensor  # the same shape
     roll_rate: torch.Tensor  # [rad/s]
     pitch_rate: torch.Tensor  # [rad/s]
     failed: torch.Tensor  # bool: left the corridor, rolled over or went non-finite
@@ -75,6 +77,13 @@ def energy(c: StepContext) -> torch.Tensor:
     return -c.books["supplied"].clamp_min(0.0) / c.weight
 
 
+def fuel(c: StepContext) -> torch.Tensor:
+    # only the driver variant burns fuel (action="driver"); the acceleration action has no books for it
+    if "fuel" not in c.books:
+        return torch.zeros_like(c.progress)
+    return -c.books["fuel"] / c.weight
+
+
 def tire_slip(c: StepContext) -> torch.Tensor:
     return -c.books["tire"] / c.weight
 
@@ -102,6 +111,7 @@ _BUILTIN = [
     RewardTerm("cross_track", cross_track, "-(cross-track / half-width)^2"),
     RewardTerm("heading", heading, "-(heading error [rad])^2"),
     RewardTerm("energy", energy, "-(positive drive work) / (m g) [m]"),
+    RewardTerm("fuel", fuel, "-(fuel energy burned) / (m g) [m] (action='driver'; 0 otherwise)"),
     RewardTerm("tire_slip", tire_slip, "-(tire slip dissipation) / (m g) [m]"),
     RewardTerm("damper", damper, "-(damper dissipation) / (m g) [m]"),
     RewardTerm("comfort", comfort, "-(roll rate^2 + pitch rate^2) [rad^2/s^2]"),
@@ -118,6 +128,7 @@ DEFAULT_WEIGHTS = {
     "cross_track": 0.2,
     "heading": 0.1,
     "energy": 2.0,
+    "fuel": 0.0,
     "tire_slip": 2.0,
     "damper": 1.0,
     "comfort": 0.01,

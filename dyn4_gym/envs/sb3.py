@@ -9,11 +9,9 @@ on one torch batch.
 from __future__ import annotations
 
 import numpy as np
-from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from .config import EnvConfig
-from .core import OBS_CLIP, OBS_NAMES
 from .inputs import check_actions
 from .vector import BatchRunner
 
@@ -23,8 +21,7 @@ __all__ = ["Dyn4SB3VecEnv"]
 class Dyn4SB3VecEnv(VecEnv):
     def __init__(self, num_envs: int = 16, **kwargs):
         runner = BatchRunner(EnvConfig.from_dict(kwargs), num_envs)  # checks num_envs and the config first
-        obs_space = spaces.Box(-OBS_CLIP, OBS_CLIP, (len(OBS_NAMES),), np.float32)
-        act_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        act_space, obs_space = runner.core.spaces()
         self.render_mode = None
         super().__init__(num_envs, obs_space, act_space)
         self.runner = runner
@@ -42,7 +39,7 @@ class Dyn4SB3VecEnv(VecEnv):
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = check_actions(actions, self.num_envs)
+        self._actions = check_actions(actions, self.num_envs, self.runner.core.n_action)
 
     def step_wait(self):
         obs, reward, term, trunc, raw = self.runner.step(self._actions)

@@ -11,12 +11,11 @@ import numbers
 
 import numpy as np
 import gymnasium as gym
-from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from .config import EnvConfig
-from .core import OBS_CLIP, OBS_NAMES, TaskCore, TaskState
+from .config import ConfigError, EnvConfig
+from .core import TaskCore, TaskState
 from .engines import make_engine
 from .inputs import check_actions, check_seed, seed_keys
 
@@ -59,6 +58,9 @@ class BatchRunner:
                 raise ValueError("options reconfigure every row: give them with a reset of every row "
                                  "(no reset_mask, or one that is all True)")
             config = self.config.replace(dict(options), path="options")
+            if config.action != self.config.action:
+                raise ConfigError(f"options.action cannot change an env's action space (it is {self.config.action!r}); "
+                                  "make another env")
             core = TaskCore(config, path="options")
             engine = make_engine(core)
         old_episodes = None if self.state is None else self.engine.episodes(self.state)
@@ -138,8 +140,7 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
         self.num_envs = num_envs
         self.runner = BatchRunner(EnvConfig.from_dict(kwargs), num_envs)
         self.render_mode = render_mode
-        self.single_action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
-        self.single_observation_space = spaces.Box(-OBS_CLIP, OBS_CLIP, (len(OBS_NAMES),), np.float32)
+        self.single_action_space, self.single_observation_space = self.runner.core.spaces()
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self._done = np.zeros(num_envs, dtype=bool)
@@ -178,7 +179,7 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
         return obs, with_masks({"episode": self.runner.episodes}, reset)
 
     def step(self, actions):
-        a = check_actions(actions, self.num_envs)
+        a = check_actions(actions, self.num_envs, self.runner.core.n_action)
         n = self.num_envs
         if self.autoreset_mode == AutoresetMode.DISABLED and self._done.any():
             raise RuntimeError(f"rows {np.flatnonzero(self._done).tolist()} finished: reset them with "

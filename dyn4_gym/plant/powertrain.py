@@ -42,7 +42,7 @@ import torch
 from .._checks import ConfigError
 
 __all__ = ["PT", "PowertrainParams", "HUMVEE_POWERTRAIN", "PowertrainBooks", "PowertrainForces", "interp",
-           "powertrain_rest", "select_gear", "powertrain_forces", "crank_update", "powertrain_books", "gear_ratio"]
+           "powertrain_rest", "powertrain_at", "select_gear", "POWERTRAIN_LINES", "powertrain_forces", "crank_update", "powertrain_books", "gear_ratio"]
 
 RPM = 30.0 / math.pi  # rad/s -> rpm
 
@@ -212,6 +212,19 @@ def powertrain_rest(pt: PowertrainParams, batch_shape=(), dtype=torch.float64, d
     s[..., PT.OMEGA_E] = pt.idle_rpm / RPM
     s[..., PT.GEAR] = 1.0
     s[..., PT.T_SHIFT] = pt.shift_delay
+    return s
+
+
+def powertrain_at(pt: PowertrainParams, vx: torch.Tensor) -> torch.Tensor:
+    """A powertrain state ``(..., 3)`` for a car already rolling at ``vx (...)`` [m/s] (an env that
+    starts at speed): the lowest forward gear whose turbine speed is at most ``upshift_rpm``, the
+    engine at that speed (the converter coupled) or at idle, ready to shift."""
+    w_t = torch.stack([vx / (r * pt.wheel_radius) for r in pt.gear_ratios], -1)
+    fits = (w_t * RPM <= pt.upshift_rpm).to(vx.dtype)
+    # the first fitting gear: fits are monotone (higher gears turn slower), so count the misfits
+    gear = (pt.n_gears - fits.sum(-1) + 1).clamp(max=pt.n_gears)
+    w_g = torch.gather(w_t, -1, (gear.long() - 1).unsqueeze(-1)).squeeze(-1)
+    s = torch.stack((torch.clamp(w_g, min=pt.idle_rpm / RPM), gear, torch.full_like(vx, pt.shift_delay)), -1)
     return s
 
 
