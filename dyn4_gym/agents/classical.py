@@ -10,6 +10,9 @@ A policy from observations to actions (``(B, 30) -> (B, 2)``), batched torch, di
   ``v <= sqrt(a_lat / |kappa_ahead|)``, with ``kappa_ahead`` the largest curvature of the
   arcs to the farther preview points; a proportional loop on ``vx`` gives the drive/brake
   command, scaled to the action's range (``a_drive`` up, ``a_brake`` down).
+- With ``driver=True`` (``action="driver"``): the same loop on the pedals, throttle
+  ``throttle_hold + throttle_gain (v_ref - vx)`` and the brake below ``-brake_deadband`` of the
+  drive/brake command (a driver does not brake for a small excess of speed; drag slows the car).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ class PurePursuitParams:
     lookahead_max: float = 30.0  # [m]
     lat_accel: float = 4.0  # [m/s^2] corner-speed cap
     speed_gain: float = 1.0  # [1/s] proportional speed loop
+    throttle_hold: float = 0.1  # driver: the throttle at the reference speed (road load at ~10 m/s)
+    throttle_gain: float = 0.4  # [s/m] driver: throttle per m/s of speed error
+    brake_deadband: float = 0.5  # [m/s^2] driver: no brake for smaller decelerations
 
 
 class PurePursuit:
@@ -41,8 +47,9 @@ class PurePursuit:
     """
 
     def __init__(self, params: PurePursuitParams = PurePursuitParams(), spec: VehicleSpec = HUMVEE,
-                 preview=CourseConfig().preview):
+                 preview=CourseConfig().preview, driver: bool = False):
         self.params = params
+        self.driver = driver
         self.L = spec.wheelbase
         self.delta_max = spec.max_steer
         self.a_drive = spec.max_drive_accel
@@ -76,5 +83,9 @@ class PurePursuit:
         v_cap = torch.sqrt(prm.lat_accel / k_far.clamp_min(1e-4))
         v_ref = torch.minimum(v_target, v_cap)
         a_cmd = prm.speed_gain * (v_ref - vx)
+        if self.driver:
+            throttle = (prm.throttle_hold + prm.throttle_gain * (v_ref - vx)).clamp(0.0, 1.0)
+            brake = ((-a_cmd - prm.brake_deadband) / self.a_brake).clamp(0.0, 1.0)
+            return torch.stack((steer.clamp(-1.0, 1.0), throttle, brake), -1)
         lon = torch.where(a_cmd >= 0, a_cmd / self.a_drive, a_cmd / self.a_brake)
         return torch.stack((steer, lon), -1).clamp(-1.0, 1.0)

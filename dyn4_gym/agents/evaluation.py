@@ -1,7 +1,8 @@
 """Evaluation on a fixed, held-out set of seeds: the figures every comparison reports.
 
 One batch row per seed, run until each row's episode ends (no resets), with a deterministic
-policy ``obs (B, 30) -> action (B, 2)`` in ``[-1, 1]``.
+policy ``obs (B, 30) -> action (B, 2)`` in ``[-1, 1]`` (``(B, 32) -> (B, 3)`` with
+``action="driver"``, which also reports fuel in litres per 100 km).
 """
 
 from __future__ import annotations
@@ -31,10 +32,14 @@ class Evaluation:
     energy: np.ndarray  # (T, B) cumulative positive drive work [kJ]
     terms: dict | None = None  # reward term -> its episode sum, averaged over the seeds (unweighted)
     books: dict | None = None  # books line -> its episode sum [J], averaged over the seeds
+    litres_per_100km: float | None = None  # fuel per distance of progress (action="driver" only)
 
     def row(self) -> dict:
-        return dict(mean_return=self.mean_return, finished=self.finished, mean_speed=self.mean_speed,
-                    cross_track_rms=self.cross_track_rms, energy_per_km=self.energy_per_km)
+        out = dict(mean_return=self.mean_return, finished=self.finished, mean_speed=self.mean_speed,
+                   cross_track_rms=self.cross_track_rms, energy_per_km=self.energy_per_km)
+        if self.litres_per_100km is not None:
+            out["litres_per_100km"] = self.litres_per_100km
+        return out
 
 
 @torch.no_grad()
@@ -76,10 +81,15 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
         if not alive.any():
             break
     km = dist.clamp_min(1.0) / 1000.0
+    litres = None
+    if core.driver:  # fuel energy -> litres with the powertrain's fuel data, per 100 km of progress
+        fuel_l = books["fuel"] / (core.pt.fuel_lhv * core.pt.fuel_density)
+        litres = float((fuel_l / km * 100.0).mean())
     return Evaluation(
         mean_return=float(ret.mean()), finished=float(success.double().mean()),
         mean_speed=float((speed / count.clamp_min(1)).mean()),
         cross_track_rms=float(torch.sqrt(ct2.sum() / count.sum().clamp_min(1))),
         energy_per_km=float((work / 1e3 / km).mean()), returns=ret.numpy(), traces=np.stack(traces),
         courses=state.course_xy.double().numpy(), energy=np.stack(energy),
-        terms={k: float(v.mean()) for k, v in terms.items()}, books={k: float(v.mean()) for k, v in books.items()})
+        terms={k: float(v.mean()) for k, v in terms.items()}, books={k: float(v.mean()) for k, v in books.items()},
+        litres_per_100km=litres)
