@@ -62,7 +62,8 @@ def bench_vector(n, **kw):
     t0 = time.perf_counter()
     env.reset(seed=0)
     rng = np.random.default_rng(0)
-    acts = rng.uniform(-1, 1, (8, n, 2)).astype(np.float32)
+    low, high = env.single_action_space.low, env.single_action_space.high
+    acts = rng.uniform(low, high, (8, n, len(low))).astype(np.float32)
     env.step(acts[0])
     first = time.perf_counter() - t0
     i = [0]
@@ -188,6 +189,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=SECONDS, help="time per figure")
     ap.add_argument("--custom-term", action="store_true", help="add the single env with one custom reward term")
     ap.add_argument("--no-torch", action="store_true", help="skip the torch engine's rows")
+    ap.add_argument("--driver", action="store_true", help="add the driver variant (Dyn4HumveeDriver-v0) rows")
     ap.add_argument("--ppo", action="store_true", help="SB3 PPO on make_vec_env(n_envs=8), both engines")
     ap.add_argument("--first-call", action="store_true", help="time a new process's first step, cold and warm cache")
     args = ap.parse_args()
@@ -209,9 +211,15 @@ def main():
     if args.custom_term:
         r, _ = bench_single(reward_terms=(RewardTerm("lateral", _lateral),), reward_weights={"lateral": 0.1})
         add("numba: single env + 1 custom reward term", r, None, "pend")
+    if args.driver:
+        r, first = bench_single("Dyn4HumveeDriver-v0")
+        add("numba: single env, Dyn4HumveeDriver-v0", r, first, "pend")
     for n in args.rows:
         r, first = bench_vector(n)
         add(f"numba: make_vec, {n} rows", r, first, "pend")
+        if args.driver:
+            r, first = bench_vector(n, action="driver")
+            add(f"numba: make_vec, {n} rows, driver", r, first, "pend")
     single = rows[1][1]
     r = bench_sb3(16)
     add("numba: SB3 adapter, 16 rows", r)
