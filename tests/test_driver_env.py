@@ -103,3 +103,15 @@ def test_driver_env_bad_input():
     a.reset(seed=0)
     *_, info = a.step(np.array([0.0, 0.5]))
     assert info["reward_terms"]["fuel"] == 0.0 and "fuel" not in info["books"]
+
+
+def test_evaluation_reports_litres_per_100km_for_the_driver():
+    from dyn4_gym.agents.evaluation import evaluate
+    from dyn4_gym.agents.loading import load_policy
+
+    policy, _, kw = load_policy("classical", {"action": "driver"})
+    res = evaluate(policy, kw, seeds=(10_000, 10_001), max_steps=200)
+    assert 5.0 < res.row()["litres_per_100km"] < 30.0
+    assert res.books["fuel"] > res.books["powertrain"] > 0 and res.books["drive"] > 0
+    acc, _, kw = load_policy("classical", {})
+    assert "litres_per_100km" not in evaluate(acc, kw, seeds=(10_000,), max_steps=20).row()
