@@ -273,10 +273,14 @@ class SHAC:
         with torch.no_grad():
             return self.actor(self.norm(obs.float()), deterministic=True)
 
-    def train(self, iterations: int | None = None, seconds: float | None = None, log=print, every: int = 1) -> list:
-        """Run iterations until either budget is spent; returns the per-iteration records."""
-        if iterations is None and seconds is None:
-            raise ValueError("give iterations or seconds")
+    def train(self, iterations: int | None = None, seconds: float | None = None, log=print, every: int = 1,
+              env_steps: int | None = None, on_iteration=None) -> list:
+        """Run iterations until a budget is spent (``iterations``, ``seconds`` or ``env_steps``,
+        whichever comes first); returns the per-iteration records. A budget in iterations or env
+        steps gives every machine the same result for the same seed; one in seconds does not.
+        ``on_iteration(record)`` is called after each iteration (a progress bar, say)."""
+        if iterations is None and seconds is None and env_steps is None:
+            raise ValueError("give iterations, seconds or env_steps")
         t0, history = time.perf_counter(), []
         while True:
             rec = self.iteration()
@@ -287,11 +291,14 @@ class SHAC:
             for k in (lines[0] if lines else {}):
                 rec[f"episode/{k}"] = sum(d[k] for d in lines) / len(lines)
             history.append(rec)
+            if on_iteration is not None:
+                on_iteration(rec)
             if log is not None and self.iterations % every == 0:
                 log(f"iter {self.iterations:4d}  steps {rec['env_steps']:8d}  actor {rec['actor_loss']:+.4f}  "
                     f"critic {rec['critic_loss']:.4f}  |g| {rec['grad_norm']:.3f}  "
                     f"ep.return {rec['episode_return']:.2f}  {rec['time']:.0f} s")
-            if (iterations is not None and len(history) >= iterations) or (seconds is not None and rec["time"] >= seconds):
+            if ((iterations is not None and len(history) >= iterations) or (seconds is not None and rec["time"] >= seconds)
+                    or (env_steps is not None and rec["env_steps"] >= env_steps)):
                 return history
 
     def state_dict(self) -> dict:
