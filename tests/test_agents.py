@@ -74,6 +74,21 @@ def test_save_load_and_resume(tmp_path):
     assert again.iterations == 3 and again.env_steps == agent.env_steps + 4 * 8
 
 
+def test_env_step_budget_is_machine_independent():
+    """A budget in env steps ends at the same iteration for the same seed, wherever it runs; the
+    progress callback sees every iteration."""
+    seen = []
+    runs = []
+    for _ in range(2):
+        agent = SHAC(SHACConfig(num_envs=4, horizon=8, critic_iters=1, seed=3), SMALL)
+        hist = agent.train(env_steps=80, log=None, on_iteration=seen.append)
+        runs.append((agent.env_steps, [h["actor_loss"] for h in hist]))
+    assert runs[0][0] == 96 and runs[0] == runs[1]  # 3 windows of 4 x 8 steps: the first past 80
+    assert len(seen) == 6
+    with pytest.raises(ValueError, match="env_steps"):
+        agent.train(log=None)
+
+
 @pytest.mark.slow
 def test_differentiable_trainer_improves_the_return_within_a_minute():
     seeds = tuple(range(10_000, 10_008))
