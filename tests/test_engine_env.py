@@ -43,14 +43,15 @@ def _same_obs(a, b):
     assert d.max() < 2e-7, d.max()
 
 
-def _drive(env, n_steps, seed=0, n=4, term_names=TERMS):
-    """Random actions (with a drive bias, so episodes end and reset) on a vector env; every output."""
+def _drive(env, n_steps, seed=0, n=4, term_names=TERMS, book_names=BOOKS, loc=(0.0, 0.5), scale=(0.6, 0.6)):
+    """Random actions (with a drive bias, so episodes end and reset; some outside the box) on a
+    vector env; every output. ``loc`` / ``scale`` per action entry."""
     rng = np.random.default_rng(seed)
     out = {"obs": [], "reward": [], "term": [], "trunc": [], "books": [], "terms": []}
     obs, _ = env.reset(seed=seed)
     out["obs"].append(obs)
     for _ in range(n_steps):
-        a = np.clip(rng.normal([0.0, 0.5], [0.6, 0.6], (n, 2)), -1.5, 1.5).astype(np.float32)
+        a = np.clip(rng.normal(loc, scale, (n, len(loc))), -1.5, 1.5).astype(np.float32)
         obs, r, te, tr, info = env.step(a)
         out["obs"].append(obs)
         out["reward"].append(r)
@@ -58,7 +59,7 @@ def _drive(env, n_steps, seed=0, n=4, term_names=TERMS):
         out["trunc"].append(tr)
         # rows reset in this step (NEXT_STEP) carry no step info: zeros, as the env's own arrays
         books, terms = info.get("books", {}), info.get("reward_terms", {})
-        out["books"].append(np.stack([books.get(k, np.zeros(n)) for k in BOOKS], -1))
+        out["books"].append(np.stack([books.get(k, np.zeros(n)) for k in book_names], -1))
         out["terms"].append(np.stack([terms.get(k, np.zeros(n)) for k in term_names], -1))
     return {k: np.asarray(v) for k, v in out.items()}
 
@@ -76,6 +77,39 @@ def test_same_seed_same_actions_same_episodes_on_both_engines(task):
     assert _rel(nb["terms"], tc["terms"]) < 1e-9
     scale = 1e5  # J: the books lines are differences of energies ~1e5-1e6 J
     assert np.max(np.abs(nb["books"] - tc["books"])) / scale < 1e-9
+
+
+DRIVER_LINES = ("supplied", "dissipated", "tire", "residual", "fuel", "powertrain", "engine", "converter", "driveline",
+                "drive", "brakes", "wheelspin")
+DRIVER_TERMS = ("progress", "speed", "energy", "fuel", "action_rate", "termination")
+
+
+@pytest.mark.parametrize("task", ["default", "flat"])
+def test_driver_variant_is_the_same_on_both_engines(task):
+    """``action="driver"`` (the powertrain in the kernel), fuel weighted: 600 steps, 4 rows, resets."""
+    kw = dict(TASKS[task], action="driver", dtype="float64", episode_steps=150, reward_weights={"fuel": 1.0})
+    run = dict(n_steps=600, term_names=DRIVER_TERMS, book_names=DRIVER_LINES, loc=(0.0, 0.55, 0.05),
+               scale=(0.6, 0.4, 0.2))
+    nb = _drive(Dyn4VectorEnv(num_envs=4, engine="numba", **kw), **run)
+    tc = _drive(Dyn4VectorEnv(num_envs=4, engine="torch", **kw), **run)
+    assert (nb["term"] | nb["trunc"]).sum() >= 4
+    assert np.array_equal(nb["term"], tc["term"]) and np.array_equal(nb["trunc"], tc["trunc"])
+    _same_obs(nb["obs"], tc["obs"])
+    assert _rel(nb["reward"], tc["reward"]) < 1e-9
+    assert _rel(nb["terms"], tc["terms"]) < 1e-9
+    assert np.max(np.abs(nb["books"] - tc["books"])) / 1e5 < 1e-9
+    # the powertrain's books close per step: fuel - powertrain = drive; supplied = drive - brakes - wheelspin
+    b = nb["books"]
+    i = {k: j for j, k in enumerate(DRIVER_LINES)}
+    flow = np.abs(b[..., i["fuel"]]) + np.abs(b[..., i["supplied"]]) + 1.0
+    assert np.max(np.abs(b[..., i["fuel"]] - b[..., i["powertrain"]] - b[..., i["drive"]]) / flow) < 1e-9
+    assert np.max(np.abs(b[..., i["supplied"]] - b[..., i["drive"]] + b[..., i["brakes"]] + b[..., i["wheelspin"]])
+                  / flow) < 1e-9
+    assert (b[..., i["fuel"]] >= 0).all() and b[..., i["fuel"]].sum() > 0
+    assert (nb["terms"][..., DRIVER_TERMS.index("fuel")] <= 0).all()
+    # observations carry the engine speed [krpm] and the gear
+    assert set(np.unique(nb["obs"][..., -1]).tolist()) <= {1.0, 2.0, 3.0}
+    assert (nb["obs"][..., -2] > 0.5).all()
 
 
 def test_the_engines_reproduce_the_env_golden():

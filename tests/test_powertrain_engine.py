@@ -14,7 +14,7 @@ from dyn4_gym.engine import numba_plant
 from dyn4_gym.engine.numba_powertrain import POWERTRAIN_LINES, drive_step_np, pack_powertrain
 from dyn4_gym.envs import EnvConfig, TaskCore
 from dyn4_gym.ground import Flat
-from dyn4_gym.plant import HUMVEE, dyn4_params
+from dyn4_gym.plant import HUMVEE, dyn4_params, dyn4_rest
 from dyn4_gym.plant.drive import drive_step
 from dyn4_gym.plant.powertrain import HUMVEE_POWERTRAIN as PTH, PT, powertrain_rest
 
@@ -82,9 +82,6 @@ def _golden_run():
 
 def _torch_golden_trace():
     p, u, hdt = _golden_run()
-    x = torch.zeros(1, 14, dtype=D)
-    from dyn4_gym.plant import dyn4_rest
-
     x = dyn4_rest(p, Flat(mu=0.8), (1,))
     s = powertrain_rest(PTH, (1,))
     out = []
@@ -104,8 +101,6 @@ def test_both_engines_reproduce_the_golden_drive():
         np.testing.assert_allclose(r["x"], g["x"], rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(r["s"], g["s"], rtol=1e-9, atol=1e-9)
     p, u, hdt = _golden_run()
-    from dyn4_gym.plant import dyn4_rest
-
     xn = dyn4_rest(p, Flat(mu=0.8), (1,)).numpy()
     sn = powertrain_rest(PTH, (1,)).numpy()
     packed, packed_pt, ter = numba_plant.pack_params(p), pack_powertrain(PTH), numba_plant.pack_terrain(Flat(mu=0.8), 1)

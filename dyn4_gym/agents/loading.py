@@ -16,8 +16,7 @@ def load_policy(path: str, env_kwargs: dict | None = None):
 
     env_kwargs = dict(env_kwargs or {})
     if path == "classical":
-        driver = dict(env_kwargs or {}).get("action") == "driver"
-        return PurePursuit(driver=driver), "classical (pure pursuit)", env_kwargs
+        return PurePursuit(driver=env_kwargs.get("action") == "driver"), "classical (pure pursuit)", env_kwargs
     if path.endswith(".zip"):
         from .sb3_glue import sb3_policy
 

@@ -111,7 +111,11 @@ class TaskCore:
         self.driver = cfg.action == "driver"
         self.pt = HUMVEE_POWERTRAIN
         self.obs_names = OBS_NAMES_DRIVER if self.driver else OBS_NAMES
-        self.n_action = 3 if self.driver else 2
+        # the action box: (steer, accel) in [-1, 1]^2, or (steer, throttle, brake) in [-1, 1] x [0, 1]^2
+        low = [-1.0, 0.0, 0.0] if self.driver else [-1.0, -1.0]
+        self._act_low = torch.tensor(low, dtype=self.dtype, device=self.device)
+        self._act_high = torch.ones_like(self._act_low)
+        self.n_action = len(low)
         self.book_lines = BOOK_LINES + (POWERTRAIN_LINES if self.driver else ())
         self._scales = torch.tensor([obs_scale(n, float(self.p.delta_max), cfg.course.half_width)
                                      for n in self.obs_names], dtype=self.dtype, device=self.device)
@@ -122,7 +126,7 @@ class TaskCore:
         import numpy as np
         from gymnasium import spaces
 
-        low = np.array([-1.0, 0.0, 0.0] if self.driver else [-1.0, -1.0], dtype=np.float32)
+        low = self._act_low.cpu().numpy().astype(np.float32)
         act = spaces.Box(low, np.ones_like(low), dtype=np.float32)
         obs = spaces.Box(-OBS_CLIP, OBS_CLIP, (len(self.obs_names),), np.float32)
         return act, obs
@@ -207,11 +211,8 @@ class TaskCore:
 
     # ------------------------------------------------------------------ step
     def clip_action(self, action: torch.Tensor) -> torch.Tensor:
-        """The action clipped to its box: ``[-1, 1]^2``, or for the driver ``[-1, 1] x [0, 1]^2``."""
-        a = action.to(self.dtype)
-        if not self.driver:
-            return a.clamp(-1.0, 1.0)
-        return torch.cat((a[:, :1].clamp(-1.0, 1.0), a[:, 1:].clamp(0.0, 1.0)), -1)
+        """The action clipped to its box (:meth:`spaces`)."""
+        return torch.clamp(action.to(self.dtype), self._act_low, self._act_high)
 
     def action_to_input(self, a: torch.Tensor) -> torch.Tensor:
         """An action in ``[-1, 1]^2`` (already clipped) -> plant input ``(delta_cmd [rad], a_cmd [m/s^2])``;

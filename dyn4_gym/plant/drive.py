@@ -13,7 +13,7 @@ import torch
 from ..ground import Flat, Ground
 from .dyn4 import dyn4_drive_step, dyn4_rest
 from .params import Dyn4Params
-from .powertrain import PT, PowertrainParams, crank_update, powertrain_books, powertrain_forces, powertrain_rest, select_gear
+from .powertrain import PowertrainParams, crank_update, powertrain_books, powertrain_forces, powertrain_rest, select_gear
 from .state import DYN4
 
 __all__ = ["drive_step", "drive_rollout", "split_driver"]
@@ -76,7 +76,3 @@ def drive_rollout(p: Dyn4Params, pt: PowertrainParams, g: Ground | None = None, 
     states = torch.stack(xs, 0)
     return (states, torch.stack(ss, 0)) if powertrain else states
 
-
-def engine_rpm(s: torch.Tensor) -> torch.Tensor:
-    """The crank speed [rpm] of powertrain states ``(..., 3)``."""
-    return s[..., PT.OMEGA_E] * (30.0 / torch.pi)

@@ -33,6 +33,7 @@ is taken at the same midpoint speeds the plant's books use.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, fields
 from enum import IntEnum
@@ -55,7 +56,7 @@ class PT(IntEnum):
     T_SHIFT = 2  # [s] since the last shift
 
 
-def _points(name, pts, increasing_x=True):
+def _points(name, pts):
     if len(pts) < 2 or any(len(p) != 2 for p in pts):
         raise ConfigError(f"PowertrainParams.{name} must be at least two (x, y) points")
     xs = [float(p[0]) for p in pts]
@@ -111,10 +112,9 @@ class PowertrainParams:
             raise ConfigError(f"PowertrainParams.reverse_ratio must be negative, got {self.reverse_ratio!r}")
         if not self.downshift_rpm < self.upshift_rpm:
             raise ConfigError("PowertrainParams.downshift_rpm must be below upshift_rpm")
-        for name in ("driveline_efficiency",):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and 0 < v <= 1):
-                raise ConfigError(f"PowertrainParams.{name} must be in (0, 1], got {v!r}")
+        v = self.driveline_efficiency
+        if not (isinstance(v, (int, float)) and 0 < v <= 1):
+            raise ConfigError(f"PowertrainParams.driveline_efficiency must be in (0, 1], got {v!r}")
         for name in ("indicated_efficiency", "coupling_sr"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 < v < 1):
@@ -127,8 +127,6 @@ class PowertrainParams:
         return len(self.gear_ratios)
 
     def replace(self, **changes) -> "PowertrainParams":
-        import dataclasses
-
         return dataclasses.replace(self, **changes)
 
 
