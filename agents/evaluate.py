@@ -25,7 +25,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--policy", default="classical",
                     help="'classical', a differentiable-trainer model (.pt) or an SB3 model (.zip from train_sb3.py)")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--seeds", type=_seed_count, default=len(EVAL_SEEDS),
                     help=f"how many held-out seeds, 1 to {len(EVAL_SEEDS)}")
     ap.add_argument("--out", default="runs/eval")

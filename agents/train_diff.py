@@ -20,7 +20,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=180.0, help="wall-clock training budget")
     ap.add_argument("--iterations", type=int, default=None, help="or a number of iterations")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--resume", default=None, help="a saved model.pt to continue from")
     ap.add_argument("--eval-seeds", type=int, default=8)
     ap.add_argument("--out", default="runs/diff")

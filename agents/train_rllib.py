@@ -1,4 +1,4 @@
-"""Train RLlib's PPO on Dyn4Humvee-v0 with several env runners (the ``rllib`` extra).
+"""Train RLlib's PPO on Dyn4Humvee-v1 with several env runners (the ``rllib`` extra).
 
 The env is registered for RLlib with ``ray.tune.register_env("dyn4_humvee", ...)``; each env
 runner builds its own copies (numba engine). Ray 2.60's ``ray[rllib]`` pins ``gymnasium==1.2.2``,
@@ -18,12 +18,12 @@ ENV_NAME = "dyn4_humvee"
 
 
 def make_env(env_config):
-    """RLlib's env creator: ``gym.make("Dyn4Humvee-v0", **env_config)``."""
+    """RLlib's env creator: ``gym.make("Dyn4Humvee-v1", **env_config)``."""
     import gymnasium as gym
 
     import dyn4_gym  # noqa: F401
 
-    return gym.make("Dyn4Humvee-v0", **dict(env_config))
+    return gym.make("Dyn4Humvee-v1", **dict(env_config))
 
 
 def build(env_kwargs: dict, env_runners: int = 2, envs_per_runner: int = 2, batch: int = 4000, seed: int = 0):
@@ -47,7 +47,7 @@ def main(argv=None):
     ap.add_argument("--env-runners", type=int, default=2)
     ap.add_argument("--envs-per-runner", type=int, default=2)
     ap.add_argument("--batch", type=int, default=4000, help="env steps per training iteration")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start Ray here)")
     ap.add_argument("--out", default="runs/rllib")
     args = ap.parse_args(argv)

@@ -25,7 +25,7 @@ def main(argv=None):
     ap.add_argument("--algo", choices=("ppo", "sac"), default="ppo")
     ap.add_argument("--config", default=None, help="RL Zoo YAML (default configs/<algo>.yml)")
     ap.add_argument("--timesteps", type=float, default=None, help="override n_timesteps")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments (merged over the config's)")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments (merged over the config's)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eval-freq", type=int, default=10_000, help="env steps between evaluations")
     ap.add_argument("--eval-episodes", type=int, default=8)

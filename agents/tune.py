@@ -139,7 +139,7 @@ def main(argv=None):
     ap.add_argument("--chunks", type=int, default=4, help="reports per trial (ASHA's time unit)")
     ap.add_argument("--chunk", type=int, default=None, help="SHAC iterations or SB3 env steps per report")
     ap.add_argument("--eval-seeds", type=int, default=4, help="held-out courses per evaluation")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--out", default="runs/tune")
     ap.add_argument("--name", default=None, help="the sweep's name (its folder under --out; rerun it to resume)")
     ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start Ray on this machine)")

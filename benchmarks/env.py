@@ -37,7 +37,7 @@ def _rate(step, n_rows, min_iter=3):
     return n * n_rows / (time.perf_counter() - t0)
 
 
-def bench_single(env_id="Dyn4Humvee-v0", **kw):
+def bench_single(env_id="Dyn4Humvee-v1", **kw):
     """``gym.make`` with its default wrappers, random actions from the action space, resets."""
     env = gym.make(env_id, **kw)
     t0 = time.perf_counter()
@@ -97,7 +97,7 @@ def bench_sb3(n, **kw):
 def bench_make_vec_env(n=8, **kw):
     from stable_baselines3.common.env_util import make_vec_env
 
-    return _sb3_rate(make_vec_env("Dyn4Humvee-v0", n_envs=n, seed=0, env_kwargs=kw), n)
+    return _sb3_rate(make_vec_env("Dyn4Humvee-v1", n_envs=n, seed=0, env_kwargs=kw), n)
 
 
 def bench_kernel(B):
@@ -138,11 +138,11 @@ _FIRST = """
 import time
 t0 = time.perf_counter()
 import gymnasium as gym, numpy as np, dyn4_gym
-env = gym.make("Dyn4Humvee-v0")
+env = gym.make("Dyn4Humvee-v1")
 env.reset(seed=0)
 env.step(env.action_space.sample())
 t1 = time.perf_counter()
-v = gym.make_vec("Dyn4Humvee-v0", num_envs=4096)
+v = gym.make_vec("Dyn4Humvee-v1", num_envs=4096)
 v.reset(seed=0)
 v.step(np.zeros((4096, 2), np.float32))
 print(t1 - t0, time.perf_counter() - t1)
@@ -165,12 +165,12 @@ def first_calls():
 
 
 def bench_ppo(engine: str, steps: int = 8192, n_envs: int = 8):
-    """SB3 PPO as a tutorial writes it, ``make_vec_env("Dyn4Humvee-v0", n_envs=8)``: env steps
+    """SB3 PPO as a tutorial writes it, ``make_vec_env("Dyn4Humvee-v1", n_envs=8)``: env steps
     per second of ``learn`` (rollouts and updates)."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
-    env = make_vec_env("Dyn4Humvee-v0", n_envs=n_envs, seed=0, env_kwargs={"engine": engine})
+    env = make_vec_env("Dyn4Humvee-v1", n_envs=n_envs, seed=0, env_kwargs={"engine": engine})
     model = PPO("MlpPolicy", env, n_steps=256, batch_size=256, n_epochs=4, seed=0, device="cpu", verbose=0)
     t0 = time.perf_counter()
     model.learn(total_timesteps=steps)
@@ -189,7 +189,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=SECONDS, help="time per figure")
     ap.add_argument("--custom-term", action="store_true", help="add the single env with one custom reward term")
     ap.add_argument("--no-torch", action="store_true", help="skip the torch engine's rows")
-    ap.add_argument("--driver", action="store_true", help="add the driver variant (Dyn4HumveeDriver-v0) rows")
+    ap.add_argument("--driver", action="store_true", help="add the driver variant (Dyn4HumveeDriver-v1) rows")
     ap.add_argument("--ppo", action="store_true", help="SB3 PPO on make_vec_env(n_envs=8), both engines")
     ap.add_argument("--first-call", action="store_true", help="time a new process's first step, cold and warm cache")
     args = ap.parse_args()
@@ -212,8 +212,8 @@ def main():
         r, _ = bench_single(reward_terms=(RewardTerm("lateral", _lateral),), reward_weights={"lateral": 0.1})
         add("numba: single env + 1 custom reward term", r, None, "pend")
     if args.driver:
-        r, first = bench_single("Dyn4HumveeDriver-v0")
-        add("numba: single env, Dyn4HumveeDriver-v0", r, first, "pend")
+        r, first = bench_single("Dyn4HumveeDriver-v1")
+        add("numba: single env, Dyn4HumveeDriver-v1", r, first, "pend")
     for n in args.rows:
         r, first = bench_vector(n)
         add(f"numba: make_vec, {n} rows", r, first, "pend")

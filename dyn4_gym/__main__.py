@@ -1,4 +1,4 @@
-"""The main job: ``python -m dyn4_gym`` trains a policy through the plant on ``Dyn4Humvee-v0``'s
+"""The main job: ``python -m dyn4_gym`` trains a policy through the plant on ``Dyn4Humvee-v1``'s
 defaults for a budget of env steps (the same result on every machine for the same seed; a few
 minutes on two cores), evaluates it against the classical controller on held-out seeds, and
 writes plots (``runs/main/`` by default).
@@ -37,7 +37,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--num-envs", type=int, default=64)
     ap.add_argument("--eval-seeds", type=int, default=8)
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--out", default="runs/main")
     args = ap.parse_args(argv)
 
@@ -52,7 +52,7 @@ def main(argv=None) -> dict:
     env_kwargs = json.loads(args.env_kwargs)
     os.makedirs(args.out, exist_ok=True)
     seeds = EVAL_SEEDS[: args.eval_seeds]
-    print(f"dyn4-gym: training a policy through the plant (SHAC) for {args.env_steps:,} env steps on Dyn4Humvee-v0")
+    print(f"dyn4-gym: training a policy through the plant (SHAC) for {args.env_steps:,} env steps on Dyn4Humvee-v1")
     t0 = time.perf_counter()
     agent = SHAC(SHACConfig(num_envs=args.num_envs, seed=args.seed), env_kwargs)
     history = agent.train(seconds=args.seconds, env_steps=args.env_steps, log=None,

@@ -80,7 +80,7 @@ def play(env_kwargs: dict, seed: int = 0, keys: str | None = None, out: str | No
 
     import dyn4_gym  # noqa: F401
 
-    env = gym.make("Dyn4Humvee-v0", render_mode="rgb_array", **env_kwargs)
+    env = gym.make("Dyn4Humvee-v1", render_mode="rgb_array", **env_kwargs)
     driver, screen = Driver(), Screen(interactive=keys is None)
     state = {"obs": env.reset(seed=seed)[0], "total": 0.0, "steps": 0, "episodes": 1, "done": False}
 
@@ -127,7 +127,7 @@ def main(argv=None):
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--keys", default=None, help="headless: a key script, one character per control step")
     ap.add_argument("--out", default=None, help="save the last screen here (PNG)")
     args = ap.parse_args(argv)

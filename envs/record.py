@@ -40,7 +40,7 @@ def record(policy, env_kwargs: dict, out: str, seed: int = 0, max_steps: int = 8
 
     out = os.path.abspath(out)
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    env = gym.make("Dyn4Humvee-v0", render_mode="rgb_array", **env_kwargs)
+    env = gym.make("Dyn4Humvee-v1", render_mode="rgb_array", **env_kwargs)
     fps = fps or env.metadata["render_fps"]
     if out.endswith(".mp4"):
         from gymnasium.wrappers import RecordVideo
@@ -83,7 +83,7 @@ def main(argv=None):
     ap.add_argument("--fps", type=int, default=None, help="frames per second (default: the env's 20)")
     ap.add_argument("--every", type=int, default=1, help="GIF: keep every n-th frame")
     ap.add_argument("--scale", type=float, default=1.0, help="GIF: scale the frames (0.5: half size)")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v0 keyword arguments")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
     args = ap.parse_args(argv)
     if not args.out.endswith((".mp4", ".gif")):
         ap.error("--out must end in .mp4 or .gif")

@@ -6,6 +6,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from torch.autograd import gradcheck
@@ -50,6 +51,22 @@ def test_classical_controller_finishes_the_held_out_courses():
     res = evaluate(PurePursuit(), seeds=(10_000, 10_001, 10_002))
     assert res.finished == 1.0 and res.mean_return > 200 and res.cross_track_rms < 1.0
     assert 9.0 < res.mean_speed < 10.5 and 0 < res.energy_per_km < 5e3
+
+
+def test_evaluation_is_the_same_on_both_engines():
+    """evaluate() runs on the env's engine (Numba by default): the figures match the torch
+    engine's in float64, terms and books included."""
+    kw = dict(dtype="float64", course={"length": 80.0})
+    ev = {e: evaluate(PurePursuit(), {**kw, "engine": e}, seeds=(10_000, 10_003), max_steps=180)
+          for e in ("numba", "torch")}
+    a, b = ev["numba"], ev["torch"]
+    for k, v in a.row().items():
+        assert v == pytest.approx(b.row()[k], rel=1e-9, abs=1e-9), k
+    for k in a.terms:
+        assert a.terms[k] == pytest.approx(b.terms[k], rel=1e-9, abs=1e-9), k
+    for k in a.books:
+        assert a.books[k] == pytest.approx(b.books[k], rel=1e-9, abs=1e-6), k
+    assert np.allclose(a.traces, b.traces, equal_nan=True, atol=1e-9) and a.finished == 1.0
 
 
 def test_gradients_through_a_32_step_window_are_finite():
@@ -150,7 +167,7 @@ def test_zoo_config_loads_and_splits():
 def test_rl_zoo_trains_from_our_config(tmp_path):
     """RL Zoo 3 reads configs/ppo.yml through --gym-packages dyn4_gym (skipped without rl_zoo3)."""
     pytest.importorskip("rl_zoo3")
-    r = _script("-m", "rl_zoo3.train", "--gym-packages", "dyn4_gym", "--env", "Dyn4Humvee-v0", "--algo", "ppo",
+    r = _script("-m", "rl_zoo3.train", "--gym-packages", "dyn4_gym", "--env", "Dyn4Humvee-v1", "--algo", "ppo",
                 "--conf-file", str(ROOT / "configs" / "ppo.yml"), "-n", "512", "--log-folder", str(tmp_path),
                 "--eval-freq", "-1", "--hyperparams", "n_envs:2", "n_steps:64", "batch_size:64")
     assert r.returncode == 0, r.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""The driver variant of the env (``action="driver"``, ``Dyn4HumveeDriver-v0``): the checkers, the
+"""The driver variant of the env (``action="driver"``, ``Dyn4HumveeDriver-v1``): the checkers, the
 books in the evaluation, bad input. Both engines' equality on it is in tests/test_engine_env.py."""
 
 import warnings
@@ -14,7 +14,7 @@ def test_driver_id_passes_the_checkers():
     from gymnasium.utils.env_checker import check_env
     from stable_baselines3.common.env_checker import check_env as sb3_check
 
-    env = gym.make("Dyn4HumveeDriver-v0")
+    env = gym.make("Dyn4HumveeDriver-v1")
     assert env.unwrapped.engine == "numba" and env.spec.kwargs["action"] == "driver"
     assert env.action_space.shape == (3,) and env.observation_space.shape == (32,)
     assert env.action_space.low.tolist() == [-1.0, 0.0, 0.0]
@@ -29,7 +29,7 @@ def test_driver_id_passes_the_checkers():
         warnings.simplefilter("error")
         sb3_check(gym.wrappers.RescaleAction(Dyn4Env(action="driver"), np.full(3, -1, np.float32), np.ones(3, np.float32)),
                   warn=True)
-    v = gym.make_vec("Dyn4HumveeDriver-v0", num_envs=3)
+    v = gym.make_vec("Dyn4HumveeDriver-v1", num_envs=3)
     obs, _ = v.reset(seed=1)
     obs, r, te, tr, info = v.step(v.action_space.sample())
     assert obs.shape == (3, 32) and {"fuel", "powertrain", "brakes", "wheelspin"} <= set(info["books"])

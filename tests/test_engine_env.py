@@ -120,7 +120,7 @@ def test_the_engines_reproduce_the_env_golden():
     if os.environ.get("DYN4_GOLDEN_WRITE"):
         r = runs["torch"]
         GOLDEN.write_text(json.dumps({"about": "tests/test_engine_env.py: 150 steps, 4 rows, seed 11, "
-                                               "Dyn4Humvee-v0 with episode_steps=60, float64, torch engine",
+                                               "Dyn4Humvee-v1 with episode_steps=60, float64, torch engine",
                                       **{k: r[k].tolist() for k in ("obs", "reward", "term", "trunc", "books")}}))
     g = json.loads(GOLDEN.read_text())
     for eng, r in runs.items():
@@ -131,7 +131,7 @@ def test_the_engines_reproduce_the_env_golden():
 
 
 def test_single_env_is_a_vector_row_on_the_numba_engine():
-    env = gym.make("Dyn4Humvee-v0")
+    env = gym.make("Dyn4Humvee-v1")
     assert env.unwrapped.engine == "numba"
     v = Dyn4VectorEnv(num_envs=3)
     vo, _ = v.reset(seed=20)
@@ -174,15 +174,15 @@ def test_engine_choice_and_fallbacks():
     with pytest.warns(RuntimeWarning, match="torch engine"):
         env = Dyn4Env(ground=grid)
     assert env.engine == "torch"
-    env = gym.make("Dyn4Humvee-v0", engine="torch")
-    assert env.spec.kwargs["engine"] == "torch" and gym.spec("Dyn4Humvee-v0").kwargs["engine"] == "auto"
+    env = gym.make("Dyn4Humvee-v1", engine="torch")
+    assert env.spec.kwargs["engine"] == "torch" and gym.spec("Dyn4Humvee-v1").kwargs["engine"] == "auto"
     # reset options may switch the engine; the next episode runs on it
     env.reset(seed=0, options={"engine": "numba"})
     assert env.unwrapped.engine == "numba"
 
 
 def test_numba_env_pickles_and_runs_in_subprocesses():
-    env = gym.make("Dyn4Humvee-v0")
+    env = gym.make("Dyn4Humvee-v1")
     env.reset(seed=4)
     env.step(np.array([0.1, 0.5]))
     clone = pickle.loads(pickle.dumps(env))
@@ -190,8 +190,8 @@ def test_numba_env_pickles_and_runs_in_subprocesses():
     assert np.array_equal(a[0], b[0]) and a[1] == b[1]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning from the fast path
-        av = gym.make_vec("Dyn4Humvee-v0", num_envs=2, vectorization_mode="async")
-        sv = gym.make_vec("Dyn4Humvee-v0", num_envs=2, vectorization_mode="sync")
+        av = gym.make_vec("Dyn4Humvee-v1", num_envs=2, vectorization_mode="async")
+        sv = gym.make_vec("Dyn4Humvee-v1", num_envs=2, vectorization_mode="sync")
     try:
         oa, _ = av.reset(seed=3)
         os_, _ = sv.reset(seed=3)

@@ -1,4 +1,4 @@
-"""The Gymnasium, vector, SB3 and differentiable faces of Dyn4Humvee-v0."""
+"""The Gymnasium, vector, SB3 and differentiable faces of Dyn4Humvee-v1."""
 
 import pickle
 import warnings
@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode
 import dyn4_gym  # noqa: F401  (registers the ids)
 from dyn4_gym.envs import ConfigError, Dyn4DiffEnv, Dyn4Env, Dyn4VectorEnv, EnvConfig, TaskCore, policy_rollout
 
-IDS = ["Dyn4Humvee-v0", "Dyn4HumveeFlat-v0"]
+IDS = ["Dyn4Humvee-v1", "Dyn4HumveeFlat-v1"]
 
 
 @pytest.mark.parametrize("env_id", IDS)
@@ -33,9 +33,9 @@ def test_registration_is_idempotent_and_module_form_works():
     import importlib
 
     importlib.reload(dyn4_gym)
-    env = gym.make("dyn4_gym:Dyn4Humvee-v0")
+    env = gym.make("dyn4_gym:Dyn4Humvee-v1")
     assert isinstance(env.unwrapped, Dyn4Env)
-    assert gym.spec("Dyn4Humvee-v0").vector_entry_point == "dyn4_gym.envs.vector:Dyn4VectorEnv"
+    assert gym.spec("Dyn4Humvee-v1").vector_entry_point == "dyn4_gym.envs.vector:Dyn4VectorEnv"
 
 
 def _run(env, seed, actions):
@@ -52,15 +52,15 @@ def _run(env, seed, actions):
 def test_seeded_determinism_bit_for_bit():
     rng = np.random.default_rng(0)
     actions = rng.uniform(-1, 1, (40, 2)).astype(np.float32)
-    a = _run(gym.make("Dyn4Humvee-v0"), 7, actions)
-    b = _run(gym.make("Dyn4Humvee-v0"), 7, actions)
+    a = _run(gym.make("Dyn4Humvee-v1"), 7, actions)
+    b = _run(gym.make("Dyn4Humvee-v1"), 7, actions)
     assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
-    c = _run(gym.make("Dyn4Humvee-v0"), 8, actions)
+    c = _run(gym.make("Dyn4Humvee-v1"), 8, actions)
     assert not np.array_equal(a[5], c[5])
 
 
 def test_reset_without_seed_moves_to_the_next_episode():
-    env = gym.make("Dyn4Humvee-v0")
+    env = gym.make("Dyn4Humvee-v1")
     env.reset(seed=3)
     pts1 = np.array(env.unwrapped.state.course_xy)
     env.reset()
@@ -72,7 +72,7 @@ def test_reset_without_seed_moves_to_the_next_episode():
 @pytest.mark.slow
 def test_long_random_rollouts_stay_in_the_observation_space_and_finite():
     """10,240 random steps (64 rows x 160 steps, with autoresets): every observation contained."""
-    venv = gym.make_vec("Dyn4Humvee-v0", num_envs=64, episode_steps=60)
+    venv = gym.make_vec("Dyn4Humvee-v1", num_envs=64, episode_steps=60)
     space = venv.unwrapped.single_observation_space
     obs, _ = venv.reset(seed=0)
     rng = np.random.default_rng(1)
@@ -153,7 +153,7 @@ def test_autoreset_modes():
 
 
 def test_make_vec_uses_the_native_vector_env():
-    v = gym.make_vec("Dyn4Humvee-v0", num_envs=5, vectorization_mode="vector_entry_point")
+    v = gym.make_vec("Dyn4Humvee-v1", num_envs=5, vectorization_mode="vector_entry_point")
     assert isinstance(v.unwrapped, Dyn4VectorEnv)
     obs, _ = v.reset(seed=1)
     assert obs.shape == (5, 30) and obs.dtype == np.float32
@@ -245,7 +245,7 @@ def test_actions_outside_the_box_are_clipped():
 ])
 def test_bad_configs_fail_at_construction_with_the_key_path(kwargs, match):
     with pytest.raises((ConfigError, ValueError, TypeError), match=match):
-        gym.make("Dyn4Humvee-v0", **kwargs)
+        gym.make("Dyn4Humvee-v1", **kwargs)
 
 
 @pytest.mark.parametrize("engine", ["numba", "torch"])
@@ -259,7 +259,7 @@ def test_nonfinite_plant_state_terminates_with_a_flag(engine):
 
 
 def test_pickles_and_resumes_identically():
-    env = gym.make("Dyn4Humvee-v0")
+    env = gym.make("Dyn4Humvee-v1")
     env.reset(seed=4)
     env.step(np.array([0.1, 0.5]))
     clone = pickle.loads(pickle.dumps(env))
@@ -269,7 +269,7 @@ def test_pickles_and_resumes_identically():
 
 
 def test_spec_kwargs_record_the_run_and_options_change_the_next_episode():
-    env = gym.make("Dyn4Humvee-v0", target_speed=8.0, reward_weights={"energy": 0.5})
+    env = gym.make("Dyn4Humvee-v1", target_speed=8.0, reward_weights={"energy": 0.5})
     assert env.spec.kwargs["target_speed"] == 8.0 and env.spec.kwargs["reward_weights"] == {"energy": 0.5}
     assert env.unwrapped.core.weights["energy"] == 0.5
     env.reset(seed=0, options={"reward_weights": {"energy": 3.0}, "course": {"half_width": 4.0}})
@@ -281,7 +281,7 @@ def test_spec_kwargs_record_the_run_and_options_change_the_next_episode():
 
 def test_render_rgb_array():
     pytest.importorskip("matplotlib")
-    env = gym.make("Dyn4Humvee-v0", render_mode="rgb_array")
+    env = gym.make("Dyn4Humvee-v1", render_mode="rgb_array")
     env.reset(seed=0)
     env.step(np.array([0.1, 0.2]))
     frame = env.render()

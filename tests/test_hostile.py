@@ -117,11 +117,11 @@ def test_configs_that_gave_nan_rewards_are_refused(kw, path):
                                          ({"cg_to_front": 3.5}, "cg_to_front"), ({"mass": 10**400}, "mass")])
 def test_vehicle_overrides_are_typed_and_bounded(vehicle, key):
     with pytest.raises(ConfigError, match=rf"config\.vehicle\.{key}"):
-        gym.make("Dyn4Humvee-v0", vehicle=vehicle)
+        gym.make("Dyn4Humvee-v1", vehicle=vehicle)
 
 
 def test_good_vehicle_overrides_work():
-    env = gym.make("Dyn4Humvee-v0", vehicle={"mass": 3000, "direct_drive": True, "damper": "skyhook",
+    env = gym.make("Dyn4Humvee-v1", vehicle={"mass": 3000, "direct_drive": True, "damper": "skyhook",
                                              "inertia_yaw": None})
     env.reset(seed=0)
     assert float(env.unwrapped.core.p.m) == 3000.0 and env.unwrapped.core.p.damper == "skyhook"

@@ -4,12 +4,14 @@ the summed reward's gradient in the actions matches finite differences."""
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 
 from dyn4_gym.agents import PurePursuit
 from dyn4_gym.envs import EnvConfig, RewardTerm, StepContext, TaskCore, register_reward_term
 from dyn4_gym.envs.config import ConfigError
+from dyn4_gym.envs.core import OBS_INDEX
 from dyn4_gym.envs.rewards import REWARD_TERMS, resolve_terms
 
 D = torch.float64
@@ -167,3 +169,76 @@ def test_reward_gradient_in_the_actions_matches_finite_differences():
         fd = (total(base + h * v) - total(base - h * v)) / (2 * h)
         an = (g * v).sum()
         assert float(fd) == pytest.approx(float(an), rel=1e-4, abs=1e-8), (float(fd), float(an))
+
+
+@pytest.mark.parametrize("engine", ["numba", "torch"])
+def test_progress_is_paid_up_to_the_target_speed_only_from_v1(engine):
+    """v1 pays at most progress_cap x target_speed x control_dt metres a step; v0 pays all of it.
+    Everything else in the step (state, other terms, info["progress"]) is the same."""
+    import gymnasium as gym
+
+    import dyn4_gym  # noqa: F401
+
+    kw = dict(start_speed=16.0, engine=engine, dtype="float64")
+    runs = {}
+    for env_id in ("Dyn4Humvee-v0", "Dyn4Humvee-v1"):
+        env = gym.make(env_id, **kw)
+        env.reset(seed=3)
+        runs[env_id] = [env.step(np.array([0.0, 0.3], dtype=np.float32)) for _ in range(5)]
+    assert gym.spec("Dyn4Humvee-v0").kwargs["progress_cap"] is None
+    assert "progress_cap" not in gym.spec("Dyn4Humvee-v1").kwargs  # the EnvConfig default, 1.0
+    for (o0, r0, *_, i0), (o1, r1, *_, i1) in zip(runs["Dyn4Humvee-v0"], runs["Dyn4Humvee-v1"]):
+        np.testing.assert_array_equal(o0, o1)
+        assert i0["progress"] == i1["progress"] > 0.75  # 16 m/s for 0.05 s
+        assert i0["reward_terms"]["progress"] == i0["progress"]
+        assert i1["reward_terms"]["progress"] == pytest.approx(10.0 * 0.05, abs=1e-12)
+        assert r0 - r1 == pytest.approx(i0["progress"] - 0.5, abs=1e-9)  # the progress weight is 1
+    # below the target speed the cap does not bind
+    env = gym.make("Dyn4Humvee-v1", start_speed=6.0, engine=engine)
+    env.reset(seed=3)
+    *_, info = env.step(np.zeros(2, dtype=np.float32))
+    assert info["reward_terms"]["progress"] == info["progress"] < 0.5
+
+
+def test_the_progress_cap_is_validated():
+    assert EnvConfig.from_dict({"progress_cap": None}).progress_cap is None
+    assert EnvConfig.from_dict({"progress_cap": 2}).progress_cap == 2.0
+    for bad in (0.0, -1.0, float("nan"), "fast", True):
+        with pytest.raises(ConfigError, match="progress_cap"):
+            EnvConfig.from_dict({"progress_cap": bad})
+
+
+def _discounted(core, state, policy, steps, gamma):
+    obs = core.observe(state)
+    ret = torch.zeros(state.batch_size, dtype=core.dtype)
+    alive = torch.ones(state.batch_size, dtype=torch.bool)
+    for t in range(steps):
+        state, obs, r, term, trunc, _ = core.step(state, policy(obs))
+        ret = ret + gamma**t * r * alive
+        alive = alive & ~(term | trunc)
+    return ret
+
+
+@pytest.mark.slow
+def test_speeding_scores_below_driving_at_the_target_from_v1():
+    """The reason for v1. A learner discounting at gamma 0.99 looks about 5 s ahead, where the
+    course's end is far away: what it sees is the reward per step. Under v0 a pure pursuit
+    aiming 50 % over the target speed earns more per step (and so more discounted return) than
+    the same controller at the target, the extra metres outweighing the speed term; under v1 it
+    earns less. (Over a whole finished course the total progress is the course's length either
+    way, so the undiscounted return never paid for speeding: the discounted one did.)"""
+    n, steps = 4, 150  # 7.5 s: neither car reaches the end of the 300 m course
+
+    def fast(o):  # pure pursuit told the target is 1.5 times what it is
+        o = o.clone()
+        o[:, OBS_INDEX["target_speed"]] *= 1.5
+        return PurePursuit()(o)
+
+    rets = {}
+    for cap in (None, 1.0):
+        core = TaskCore(EnvConfig.from_dict({"progress_cap": cap, "course": {"lat_accel": 0.3}}))
+        start, _ = core.reset(torch.arange(n), torch.zeros(n, dtype=torch.long))
+        for name, pol in (("target", PurePursuit()), ("fast", fast)):
+            rets[cap, name] = _discounted(core, start, pol, steps, 0.99)
+    assert bool((rets[None, "fast"] > rets[None, "target"] + 0.5).all())
+    assert bool((rets[1.0, "fast"] < rets[1.0, "target"]).all())

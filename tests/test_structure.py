@@ -80,7 +80,7 @@ def tilt_kind():
 
 def test_a_registered_ground_drives_the_env(tilt_kind):
     with pytest.warns(RuntimeWarning, match="torch engine"):  # a kind without a Numba kernel
-        env = gym.make("Dyn4Humvee-v0", ground={"kind": "test_tilt", "max_slope": 0.04, "mu": 0.55})
+        env = gym.make("Dyn4Humvee-v1", ground={"kind": "test_tilt", "max_slope": 0.04, "mu": 0.55})
     assert env.unwrapped.engine == "torch"
     obs, _ = env.reset(seed=3)
     for w in ("FL", "FR", "RL", "RR"):
@@ -94,7 +94,7 @@ def test_a_registered_ground_drives_the_env(tilt_kind):
     x = env.unwrapped.state.x[0]
     assert float(x[6]) == pytest.approx(slope * float(x[0]), abs=0.02)
     with pytest.raises(ConfigError, match="ground.max_slope"):
-        gym.make("Dyn4Humvee-v0", ground={"kind": "test_tilt", "max_slope": 0.9})
+        gym.make("Dyn4Humvee-v1", ground={"kind": "test_tilt", "max_slope": 0.9})
 
 
 def test_a_registered_ground_survives_partial_resets_and_gradients(tilt_kind):
@@ -123,14 +123,14 @@ def test_grid_kind_from_user_arrays():
     heights = np.zeros((nx, ny))
     heights[:, :] = 0.02 * np.arange(nx)[:, None]  # 2 % along +X from the origin
     mu = np.full((nx, ny), 0.45)
-    env = gym.make("Dyn4HumveeFlat-v0", ground={"kind": "grid", "heights": heights.tolist(), "mu": mu.tolist(),
+    env = gym.make("Dyn4HumveeFlat-v1", ground={"kind": "grid", "heights": heights.tolist(), "mu": mu.tolist(),
                                                 "origin": (-10.0, -20.0), "spacing": 1.0})
     obs, _ = env.reset(seed=0)
     assert obs[OBS_INDEX["mu_FL"]] == pytest.approx(0.45, abs=1e-6)
     x = env.unwrapped.state.x[0]
     assert float(x[6]) == pytest.approx(0.02 * 10.0, abs=0.01)  # the rest state sits on the grid at X = 0
     with pytest.raises(ConfigError, match="ground.heights"):
-        gym.make("Dyn4Humvee-v0", ground={"kind": "grid", "heights": [[1.0, float("nan")], [0.0, 0.0]]})
+        gym.make("Dyn4Humvee-v1", ground={"kind": "grid", "heights": [[1.0, float("nan")], [0.0, 0.0]]})
 
 
 # ------------------------------------------------------------------ names, not numbers

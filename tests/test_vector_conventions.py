@@ -34,8 +34,8 @@ def _compare(ours, theirs, path="info"):
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
 def test_infos_and_masks_match_gymnasiums_sync_vector_env(mode):
     kw = dict(num_envs=3, episode_steps=4)
-    ours = gym.make_vec("Dyn4Humvee-v0", vectorization_mode="vector_entry_point", autoreset_mode=mode, **kw)
-    sync = gym.make_vec("Dyn4Humvee-v0", vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode}, **kw)
+    ours = gym.make_vec("Dyn4Humvee-v1", vectorization_mode="vector_entry_point", autoreset_mode=mode, **kw)
+    sync = gym.make_vec("Dyn4Humvee-v1", vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode}, **kw)
     o1, i1 = ours.reset(seed=2)
     o2, _ = sync.reset(seed=2)
     assert np.array_equal(o1, o2) and i1["_episode"].all()
@@ -62,7 +62,7 @@ def test_infos_and_masks_match_gymnasiums_sync_vector_env(mode):
 def test_gymnasium_vector_wrappers_run_on_it():
     from gymnasium.wrappers.vector import NormalizeObservation, RecordEpisodeStatistics
 
-    env = RecordEpisodeStatistics(NormalizeObservation(gym.make_vec("Dyn4Humvee-v0", num_envs=4, episode_steps=5)))
+    env = RecordEpisodeStatistics(NormalizeObservation(gym.make_vec("Dyn4Humvee-v1", num_envs=4, episode_steps=5)))
     env.reset(seed=0)
     finished = []
     for _ in range(12):

@@ -41,7 +41,7 @@ class PurePursuitParams:
 
 
 class PurePursuit:
-    """``policy(obs) -> action``; reads ``Dyn4Humvee-v0``'s observation by name (``OBS_TABLE``).
+    """``policy(obs) -> action``; reads ``Dyn4Humvee-v1``'s observation by name (``OBS_TABLE``).
 
     ``preview`` must be the env's ``course.preview`` distances (the default course's by default).
     """

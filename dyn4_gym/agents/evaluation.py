@@ -14,9 +14,11 @@ import torch
 
 from ..envs import EnvConfig, TaskCore
 
-__all__ = ["EVAL_SEEDS", "Evaluation", "evaluate"]
+__all__ = ["EVAL_SEEDS", "VALIDATION_SEEDS", "Evaluation", "evaluate"]
 
 EVAL_SEEDS = tuple(range(10_000, 10_016))  # held out: training draws from seeds below 10,000
+# for choosing settings (sweeps, early stopping): never the evaluation seeds, never training's
+VALIDATION_SEEDS = tuple(range(20_000, 20_016))
 
 
 @dataclass
@@ -44,52 +46,61 @@ class Evaluation:
 
 @torch.no_grad()
 def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps: int | None = None) -> Evaluation:
+    """Run ``policy`` on one row per seed until each episode ends (or ``max_steps``).
+
+    The task runs on the env's engine (``env_kwargs["engine"]``; "auto": the Numba kernel on the
+    CPU), so an evaluation costs what the policy costs; both engines give the same figures (to
+    1e-9 in float64, tests/test_agents.py). The policy sees float32 observations as torch tensors.
+    """
+    from ..envs.engines import make_engine
+
     cfg = EnvConfig.from_dict(dict(env_kwargs or {}))
     core = TaskCore(cfg)
+    eng = make_engine(core)
     n = len(seeds)
-    state, obs = core.reset(torch.tensor(seeds, dtype=torch.long), torch.zeros(n, dtype=torch.long))
+    state = eng.new_state(np.asarray(seeds, dtype=np.int64), np.zeros(n, dtype=np.int64))
+    obs = eng.observe(state)
     steps = cfg.episode_steps if max_steps is None else max_steps
-    alive = torch.ones(n, dtype=torch.bool)
-    ret = torch.zeros(n, dtype=torch.float64)
-    dist = torch.zeros(n, dtype=torch.float64)
-    work = torch.zeros(n, dtype=torch.float64)
-    ct2 = torch.zeros(n, dtype=torch.float64)
-    speed = torch.zeros(n, dtype=torch.float64)
-    count = torch.zeros(n, dtype=torch.float64)
-    success = torch.zeros(n, dtype=torch.bool)
-    traces, energy = [state.x[:, :2].double().numpy()], [np.zeros(n)]
+    alive = np.ones(n, dtype=bool)
+    ret, dist, work, ct2, speed, count = (np.zeros(n) for _ in range(6))
+    success = np.zeros(n, dtype=bool)
+    x = eng.task_state(state).x
+    traces, energy = [x[:, :2].double().numpy().copy()], [np.zeros(n)]
     terms, books = {}, {}
     for _ in range(steps):
-        action = policy(obs).to(core.dtype)
-        state, obs, r, term, trunc, info = core.step(state, action)
-        a = alive.double()
-        ret += r.double() * a
-        dist += info["progress"].double() * a
-        work += info["books"]["supplied"].double().clamp_min(0.0) * a
-        ct2 += info["cross_track"].double() ** 2 * a
-        speed += state.x[:, 3].double() * a
+        action = policy(torch.as_tensor(obs, device=core.device))
+        state, obs, r, term, trunc, raw = eng.step(state, np.asarray(action.detach().cpu().double()))
+        info = eng.info(raw)
+        x = eng.task_state(state).x.double().numpy()
+        a = alive.astype(np.float64)
+        ret += r * a
+        dist += info["progress"] * a
+        work += np.maximum(info["books"]["supplied"], 0.0) * a
+        ct2 += info["cross_track"] ** 2 * a
+        speed += x[:, 3] * a
         count += a
         success |= info["success"] & alive
         for acc, group in ((terms, "reward_terms"), (books, "books")):
             for k, v in info[group].items():
-                acc[k] = acc.get(k, 0.0) + v.double() * a
-        pos = state.x[:, :2].double().numpy().copy()
-        pos[~alive.numpy()] = np.nan  # rows already finished before this step are not drawn on
+                acc[k] = acc.get(k, 0.0) + np.asarray(v, dtype=np.float64) * a
+        pos = x[:, :2].copy()
+        pos[~alive] = np.nan  # rows already finished before this step are not drawn on
         alive &= ~(term | trunc)
         traces.append(pos)
-        energy.append(work.numpy() / 1e3)
+        energy.append(work / 1e3)
         if not alive.any():
             break
-    km = dist.clamp_min(1.0) / 1000.0
+    km = np.maximum(dist, 1.0) / 1000.0
     litres = None
     if core.driver:  # fuel energy -> litres with the powertrain's fuel data, per 100 km of progress
         fuel_l = books["fuel"] / (core.pt.fuel_lhv * core.pt.fuel_density)
         litres = float((fuel_l / km * 100.0).mean())
+    courses = eng.task_state(state).course_xy.double().numpy()
     return Evaluation(
-        mean_return=float(ret.mean()), finished=float(success.double().mean()),
-        mean_speed=float((speed / count.clamp_min(1)).mean()),
-        cross_track_rms=float(torch.sqrt(ct2.sum() / count.sum().clamp_min(1))),
-        energy_per_km=float((work / 1e3 / km).mean()), returns=ret.numpy(), traces=np.stack(traces),
-        courses=state.course_xy.double().numpy(), energy=np.stack(energy),
+        mean_return=float(ret.mean()), finished=float(success.mean()),
+        mean_speed=float((speed / np.maximum(count, 1)).mean()),
+        cross_track_rms=float(np.sqrt(ct2.sum() / max(count.sum(), 1.0))),
+        energy_per_km=float((work / 1e3 / km).mean()), returns=ret, traces=np.stack(traces),
+        courses=courses, energy=np.stack(energy),
         terms={k: float(v.mean()) for k, v in terms.items()}, books={k: float(v.mean()) for k, v in books.items()},
         litres_per_100km=litres)

@@ -12,7 +12,7 @@ __all__ = ["load_zoo_config", "split_hyperparams", "EpisodeTermsCallback", "sb3_
 _ZOO_KEYS = {"n_envs", "n_timesteps", "policy", "normalize", "env_kwargs", "policy_kwargs"}
 
 
-def load_zoo_config(path: str, env_id: str = "Dyn4Humvee-v0") -> dict:
+def load_zoo_config(path: str, env_id: str = "Dyn4Humvee-v1") -> dict:
     """The hyperparameters for ``env_id`` in an RL Zoo 3 YAML file, with ``policy_kwargs``
     evaluated (RL Zoo writes them as Python expressions such as ``dict(net_arch=[64, 64])``)."""
     import yaml

@@ -64,6 +64,7 @@ class SHACConfig:
     hidden: tuple = (64, 64)
     init_log_std: float = -1.0
     critic: bool = True  # False: truncated BPTT ablation
+    compile: bool = False  # torch.compile the env step with its backward (TaskCore.compiled_step)
     seed: int = 0
 
     def validate(self) -> None:
@@ -141,14 +142,14 @@ class Critic(nn.Module):
 
 
 class SHAC:
-    """The trainer. ``env_kwargs`` are ``Dyn4Humvee-v0`` keyword arguments."""
+    """The trainer. ``env_kwargs`` are ``Dyn4Humvee-v1`` keyword arguments."""
 
     def __init__(self, config: SHACConfig = SHACConfig(), env_kwargs: dict | None = None):
         config.validate()
         self.config = config
         self.env_kwargs = dict(env_kwargs or {})
         torch.manual_seed(config.seed)
-        self.env = Dyn4DiffEnv(num_envs=config.num_envs, **self.env_kwargs)
+        self.env = Dyn4DiffEnv(num_envs=config.num_envs, **{**self.env_kwargs, **({"compile": True} if config.compile else {})})
         obs_dim = self.env.obs_dim
         self.device = dev = self.env.core.device  # networks and buffers live where the env does
         self.norm = RunningNorm(obs_dim).to(dev)

@@ -103,7 +103,10 @@ class NumbaTask:
         self.shape = dict(n_hills=g.n_hills, n_patches=g.n_patches, n_bumps=g.n_bumps)
         self.patch_edge = 0.5  # Terrain.patch_edge
         weight = float(self.P[0] * self.P[3])  # m g
-        self.step_consts = np.array([c.spacing, c.half_width, c.goal_margin, cfg.roll_limit, cfg.episode_steps, weight])
+        # the progress cap per step per m/s of target speed [s] (inf: uncapped)
+        cap = math.inf if cfg.progress_cap is None else cfg.progress_cap * cfg.control_dt
+        self.step_consts = np.array([c.spacing, c.half_width, c.goal_margin, cfg.roll_limit, cfg.episode_steps, weight,
+                                     cap])
         self.reset_course = np.array([c.spacing, c.lat_accel, c.wavelength_min, c.wavelength_max, c.lead_in,
                                       c.half_width, c.n_waves], dtype=np.float64)
         self.reset_ground = np.array([g.hills_amplitude, g.hills_wavelength_min, g.hills_wavelength_max, g.base_mu,
@@ -348,7 +351,7 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
     """TaskCore.step for every active row, in place; inactive rows are left as they are, their
     outputs zero (the caller resets them). ``driver``: actions are (steer, throttle, brake) through
     the powertrain (``Q``, ``maps``; state ``PTS``)."""
-    spacing, half_width, goal_margin, roll_limit, episode_steps, weight = C[0], C[1], C[2], C[3], C[4], C[5]
+    spacing, half_width, goal_margin, roll_limit, episode_steps, weight, cap = C[0], C[1], C[2], C[3], C[4], C[5], C[6]
     delta_max, a_drive, a_brake = P[5], P[6], P[7]
     n = CXY.shape[1]
     length = (n - 1) * spacing
@@ -442,7 +445,7 @@ def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, sca
         he = _wrap(cur[2] - th)
         vt = VT[b]
         terms = info[:_NT]
-        terms[0] = progress
+        terms[0] = min(progress, cap * vt)  # rewards.progress: paid up to the target speed's distance
         terms[1] = -((cur[3] - vt) / vt) ** 2
         terms[2] = -(e / half_width) ** 2
         terms[3] = -(he ** 2)

@@ -1,4 +1,4 @@
-"""Gymnasium environments on the plant: ``gym.make("Dyn4Humvee-v0")`` and friends.
+"""Gymnasium environments on the plant: ``gym.make("Dyn4Humvee-v1")`` and friends.
 
 - :class:`Dyn4Env`: the single-car ``gymnasium.Env`` (numpy);
 - :class:`Dyn4VectorEnv`: the native batched ``gymnasium.vector.VectorEnv`` (``gym.make_vec``);

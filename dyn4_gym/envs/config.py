@@ -63,7 +63,7 @@ GroundConfig = RoughConfig  # the default terrain kind's config (dyn4_gym.ground
 
 @dataclass(frozen=True)
 class EnvConfig:
-    """Everything a run of ``Dyn4Humvee-v0`` depends on (``env.spec.kwargs`` records it)."""
+    """Everything a run of ``Dyn4Humvee-v1`` depends on (``env.spec.kwargs`` records it)."""
 
     vehicle: dict = field(default_factory=dict)  # overrides of the Humvee's spec sheet, keys and bounds in envs/vehicle.py
     course: CourseConfig = field(default_factory=CourseConfig)
@@ -73,12 +73,16 @@ class EnvConfig:
     control_dt: float = 0.05  # [s] one env step (20 Hz) [0.001, 1], a whole number (<= 1000) of substeps
     hdt: float = 0.01  # [s] plant substep [1e-4, 0.1]
     episode_steps: int = 800  # truncation (40 s at 20 Hz) [1, 10^7]
+    # the progress term pays for at most this multiple of the target speed (per step: progress_cap
+    # x target_speed x control_dt metres), so driving faster than the target earns nothing more and
+    # the speed term makes it cost; None: uncapped, the -v0 ids' reward (docs/env.md, "Versions") [0.1, 100]
+    progress_cap: float | None = 1.0
     roll_limit: float = 0.6  # [rad] |roll| past this terminates (rollover) (0, 1.5]
     reward_weights: dict = field(default_factory=dict)  # overrides of the default weights, by term name, each [0, 1e4]
     reward_terms: tuple = ()  # extra RewardTerm objects (users' own terms; not named like a built-in)
     dtype: str = "float32"  # "float32" or "float64"
     device: str = "cpu"  # a torch device that exists here ("cpu", "cuda", "cuda:1"...)
-    compile: bool = False  # torch.compile the step (numpy faces only): minutes to compile, then faster
+    compile: bool = False  # torch.compile the torch step, forward and backward (TaskCore.compiled_step): minutes to compile once
     engine: str = "auto"  # the numpy faces' engine: "auto" (numba on the CPU), "numba" or "torch" (envs/engines.py)
     action: str = "accel"  # "accel": (steer, accel) in [-1, 1]^2; "driver": (steer, throttle, brake) through the powertrain
 
@@ -101,6 +105,8 @@ class EnvConfig:
             raise ConfigError(f"{path}.control_dt must be a whole number (1 to 1000) of substeps hdt, "
                               f"got {self.control_dt} / {self.hdt}")
         check_int_range(f"{path}.episode_steps", self.episode_steps, 1, 10**7)
+        if self.progress_cap is not None:
+            check_range(f"{path}.progress_cap", self.progress_cap, 0.1, 100.0)
         check_range(f"{path}.roll_limit", self.roll_limit, 0.0, 1.5, lo_open=True)
         validate_vehicle(self.vehicle, f"{path}.vehicle")
         if not isinstance(self.reward_weights, dict):
@@ -142,6 +148,9 @@ class EnvConfig:
         if not isinstance(data, dict):
             raise ConfigError(f"{file}: the YAML must be a mapping")
         return cls.from_dict(data, path=str(file))
+
+
+_OPTIONAL_FLOATS = ("start_speed", "progress_cap")  # float fields that may be None
 
 
 def _merge(obj, values: dict, path: str):
@@ -188,7 +197,7 @@ def _merge(obj, values: dict, path: str):
             if not (isinstance(value, int) and not isinstance(value, bool)):
                 raise ConfigError(f"{path}.{key} must be an integer, got {value!r}")
             changes[key] = value
-        elif isinstance(current, float) or (current is None and key == "start_speed"):
+        elif isinstance(current, float) or (current is None and key in _OPTIONAL_FLOATS):
             if value is not None and not is_num(value):
                 raise ConfigError(f"{path}.{key} must be a number, got {value!r}")
             try:

@@ -63,7 +63,7 @@ def obs_scale(name: str, delta_max: float | None = None, half_width: float | Non
     return float(sc)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TaskState:
     """Everything that evolves, per row. Leading dimension ``B`` on every tensor."""
 
@@ -149,7 +149,9 @@ class TaskCore:
         xy, heading = make_courses(u[:, :n_course], c, v_t)
         ctx = DrawContext(u=u[:, n_course:], course_xy=xy, course_heading=heading, spacing=c.spacing,
                           half_width=c.half_width, lead_in=c.lead_in)
-        terrain = self.terrain_kind.draw(self.cfg.ground, ctx)
+        # contiguous leaves: a compiled substep guards on strides, and rows reset later
+        # (put_rows) come back contiguous, so a view here would compile the step a second time
+        terrain = tree_map(torch.Tensor.contiguous, self.terrain_kind.draw(self.cfg.ground, ctx))
         x = dyn4_rest(self.p, terrain, (B,))
         v0 = self.cfg.target_speed if self.cfg.start_speed is None else self.cfg.start_speed
         x = x.index_fill(-1, torch.tensor([DYN4.VX], device=dev), v0)
@@ -223,47 +225,68 @@ class TaskCore:
         lon = torch.where(a[:, 1] >= 0, a[:, 1] * p.a_drive, a[:, 1] * p.a_brake)
         return torch.stack((a[:, 0] * p.delta_max, lon), -1)
 
-    def step(self, state: TaskState, action: torch.Tensor):
-        cfg = self.cfg
+    def step(self, state: TaskState, action: torch.Tensor, parts=None):
+        """One env step of every row: ``(state, obs, reward, terminated, truncated, info)``.
+
+        The step is :meth:`_advance` once per substep, then :meth:`_finish`; ``parts`` replaces
+        that pair (same signatures): :meth:`compiled_step` passes their compiled twins.
+        """
+        advance, finish = (self._advance, self._finish) if parts is None else parts
         a = self.clip_action(action)
         u = self.action_to_input(a)
-        x, idx, s_prev, pt = state.x, state.idx, state.s, state.pt
+        x = state.x
         B = x.shape[0]
-        progress = torch.zeros(B, dtype=self.dtype, device=self.device)
-        distance = torch.zeros_like(progress)
-        books = {k: torch.zeros_like(progress) for k in self.book_lines}
-        out = torch.zeros(B, dtype=torch.bool, device=self.device)
-        rolled = out.clone()
+        zero = torch.zeros(B, dtype=self.dtype, device=self.device)
+        flag = torch.zeros(B, dtype=torch.bool, device=self.device)
+        # the substeps' sums: progress, distance, left the corridor, rolled over, books lines
+        acc = (zero, zero, flag, flag, {k: zero for k in self.book_lines})
         # a row whose state is already non-finite is stepped from a safe stand-in (zeros for the
         # bad entries, no gradient) and ends this step flagged, with the termination penalty
         nonfinite = ~torch.isfinite(x).all(-1)
         x = torch.where(nonfinite[:, None], torch.nan_to_num(x.detach(), nan=0.0, posinf=0.0, neginf=0.0), x)
         track = torch.is_grad_enabled() and (x.requires_grad or u.requires_grad)
+        carry = (x, state.pt, state.idx, state.s, zero, zero, acc)  # the last two: cross-track, course heading
         for _ in range(self.n_sub):
-            x_new, pt_new, b = self._substep(x, pt, u, nonfinite, state.terrain, track)
-            finite = torch.isfinite(x_new).all(-1) & torch.isfinite(pt_new).all(-1)
+            new, finite = advance(carry, u, nonfinite, state, track)
             if track and bool((~finite & ~nonfinite).any()):
                 # mask before the arithmetic, not after: rerun with the new bad rows' inputs cut
                 # from the graph, so their NaNs cannot reach the finite rows' gradients
-                x_new, pt_new, b = self._substep(x, pt, u, nonfinite | ~finite, state.terrain, track)
+                new, finite = advance(carry, u, nonfinite | ~finite, state, track)
             nonfinite = nonfinite | ~finite
-            x_prev, x = x, torch.where(finite[:, None], x_new, x)
-            pt = torch.where(finite[:, None], pt_new, pt)
-            idx, s_new, e, th = project(state.course_xy, state.course_heading, idx, x[:, DYN4.X:DYN4.Y + 1],
-                                        cfg.course.spacing)
-            # progress is the projection's advance, but never more than the distance driven: far
-            # from a curved centre line the foot point moves faster than the car
-            d2 = ((x[:, DYN4.X:DYN4.Y + 1] - x_prev[:, DYN4.X:DYN4.Y + 1]) ** 2).sum(-1)
-            moved = d2 > 0
-            dist = torch.where(moved, torch.sqrt(torch.where(moved, d2, torch.ones_like(d2))), torch.zeros_like(d2))
-            progress = progress + torch.maximum(torch.minimum(s_new - s_prev, dist), -dist)
-            distance = distance + dist
-            s_prev = s_new
-            out = out | (e.abs() > cfg.course.half_width)
-            rolled = rolled | (x[:, DYN4.PHI].abs() > cfg.roll_limit)
-            for k in self.book_lines:
-                v = b[k]
-                books[k] = books[k] + torch.where(finite, v, torch.zeros_like(v))
+            carry = new
+        return finish(state, a, carry, nonfinite)
+
+    def _advance(self, carry, u, cut, state: TaskState, track: bool):
+        """One substep and its bookkeeping: ``carry -> (carry, finite (B,))``. The plant (or the
+        powertrain and the plant) steps, rows that turn non-finite keep their state, the course
+        projection advances, and progress, distance, the corridor and roll checks and the books
+        accumulate. Rows in ``cut`` step from inputs cut from the graph (with ``track``)."""
+        cfg = self.cfg
+        x, pt, idx, s_prev, _, _, (progress, distance, out, rolled, books) = carry
+        x_new, pt_new, b = self._substep(x, pt, u, cut, state.terrain, track)
+        finite = torch.isfinite(x_new).all(-1) & torch.isfinite(pt_new).all(-1)
+        x_prev, x = x, torch.where(finite[:, None], x_new, x)
+        pt = torch.where(finite[:, None], pt_new, pt)
+        idx, s_new, e, th = project(state.course_xy, state.course_heading, idx, x[:, DYN4.X:DYN4.Y + 1],
+                                    cfg.course.spacing)
+        # progress is the projection's advance, but never more than the distance driven: far
+        # from a curved centre line the foot point moves faster than the car
+        d2 = ((x[:, DYN4.X:DYN4.Y + 1] - x_prev[:, DYN4.X:DYN4.Y + 1]) ** 2).sum(-1)
+        moved = d2 > 0
+        dist = torch.where(moved, torch.sqrt(torch.where(moved, d2, torch.ones_like(d2))), torch.zeros_like(d2))
+        progress = progress + torch.maximum(torch.minimum(s_new - s_prev, dist), -dist)
+        distance = distance + dist
+        out = out | (e.abs() > cfg.course.half_width)
+        rolled = rolled | (x[:, DYN4.PHI].abs() > cfg.roll_limit)
+        books = {k: books[k] + torch.where(finite, b[k], torch.zeros_like(b[k])) for k in self.book_lines}
+        return (x, pt, idx, s_new, e, th, (progress, distance, out, rolled, books)), finite
+
+    def _finish(self, state: TaskState, a: torch.Tensor, carry, nonfinite: torch.Tensor):
+        """After the substeps: the end checks, the reward terms, the non-finite guard, the new
+        state and its observation (``step``'s return value)."""
+        cfg = self.cfg
+        x, pt, idx, s_prev, e, th, (progress, distance, out, rolled, books) = carry
+        B = x.shape[0]
         length = (state.course_xy.shape[1] - 1) * cfg.course.spacing
         success = s_prev >= length - cfg.course.goal_margin
         failed = out | rolled | nonfinite
@@ -274,7 +297,8 @@ class TaskCore:
         ctx = StepContext(progress=progress, speed=x[:, DYN4.VX], target_speed=state.target_speed, cross_track=e,
                           half_width=cfg.course.half_width, heading_error=heading_error, books=books,
                           weight=self._weight, action=a, prev_action=state.prev_action, roll_rate=x[:, DYN4.PHID],
-                          pitch_rate=x[:, DYN4.THETAD], failed=failed, success=success & ~failed)
+                          pitch_rate=x[:, DYN4.THETAD], failed=failed, success=success & ~failed,
+                          progress_cap=self.progress_cap(state.target_speed))
         terms = {name: self._term(name, term, ctx, B) for name, term in self.terms.items()}
         reward = sum(self.weights[name] * v for name, v in terms.items())
         # rewards are finite by construction: a non-finite state or reward ends the episode with
@@ -308,6 +332,11 @@ class TaskCore:
         x1, bk = dyn4_step(x, u, self.p, terrain, self.hdt, books=True)
         return x1, pt, bk.as_dict()
 
+    def progress_cap(self, target_speed: torch.Tensor) -> torch.Tensor:
+        """``(B,)`` [m]: the most progress one step is paid for (inf when ``progress_cap`` is None)."""
+        cap = self.cfg.progress_cap
+        return torch.full_like(target_speed, torch.inf) if cap is None else cap * self.cfg.control_dt * target_speed
+
     @staticmethod
     def _term(name, term, ctx, B):
         v = term(ctx)
@@ -317,36 +346,44 @@ class TaskCore:
         return v
 
     def step_fn(self):
-        """The step the numpy faces use: :meth:`compiled_step` if the config asks for it."""
+        """The step the numpy and differentiable faces use: :meth:`compiled_step` if the config
+        asks for it (``compile=True``)."""
         return self.compiled_step() if self.cfg.compile else self.step
 
     def compiled_step(self):
-        """``step`` compiled with ``torch.compile`` (one graph for all substeps), same signature.
+        """``step`` with its two parts compiled by ``torch.compile``, same signature and results.
 
-        The state is passed as its flat list of tensor leaves so the compiled graph sees tensors
-        only. Compiling takes minutes on a small CPU and then runs the 4096-row batch about 4x and
-        a single row about 30x faster than eager (``benchmarks/env.py``); each new batch size
-        compiles again. Falls back to eager, with a warning, where compilation fails.
+        The parts are :meth:`_advance` (one plant substep, or the powertrain's and the plant's,
+        with the course projection and the sums: one graph reused for every substep) and
+        :meth:`_finish` (the end checks, reward terms and observation), each with its backward
+        when gradients are on. What reads a tensor's value stays between them, eager: a row that
+        turns non-finite is stepped again with its inputs cut from the graph, as in the eager
+        step. Compiling takes minutes on two cores, once per batch size, dtype and grad mode (a
+        window's first step, from a detached state, is one more variant); Inductor caches the
+        result on disk (its FX-graph and AOTAutograd caches, on by default), so a second process
+        pays seconds. Falls back to eager, with a warning, where compilation fails (a user's reward
+        term that torch.compile cannot trace, say).
         """
         import warnings
 
-        template = {}
+        broken = []
 
-        def flat_step(action, *leaves):
-            st, obs, r, te, tr, info = self.step(tree_unflatten(template["like"], leaves), action)
-            return tuple(tree_leaves(st)), obs, r, te, tr, info
+        def guarded(fast, eager):
+            def call(*args):
+                if not broken:
+                    try:
+                        return fast(*args)
+                    except Exception as exc:  # pragma: no cover - platform dependent
+                        warnings.warn(f"torch.compile failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                                      "using the eager step", RuntimeWarning)
+                        broken.append(exc)
+                return eager(*args)
+            return call
 
-        fast = torch.compile(flat_step, dynamic=False)
+        parts = (guarded(torch.compile(self._advance, dynamic=False), self._advance),
+                 guarded(torch.compile(self._finish, dynamic=False), self._finish))
 
         def step(state: TaskState, action: torch.Tensor):
-            # the tree's structure and its non-tensor parts are the core's own, the same every call:
-            # keep the first state as the template, so the compiled graph is traced once
-            template.setdefault("like", state)
-            try:
-                leaves, obs, r, te, tr, info = fast(action, *tree_leaves(state))
-            except Exception as exc:  # pragma: no cover - platform dependent
-                warnings.warn(f"torch.compile failed ({type(exc).__name__}); using the eager step", RuntimeWarning)
-                return self.step(state, action)
-            return tree_unflatten(state, leaves), obs, r, te, tr, info
+            return self.step(state, action, parts=parts)
 
         return step

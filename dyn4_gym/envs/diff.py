@@ -28,6 +28,7 @@ class Dyn4DiffEnv:
         self.core = TaskCore(self.config)
         self.num_envs = num_envs
         self.state: TaskState | None = None
+        self._step = self.core.step_fn()  # compile=True: the compiled forward and backward
 
     @property
     def obs_dim(self) -> int:
@@ -50,7 +51,7 @@ class Dyn4DiffEnv:
                             "(this face keeps gradients; use gym.make_vec for numpy)")
         if action.shape != (self.num_envs, self.core.n_action) or not torch.isfinite(action.detach()).all():
             raise ValueError(f"action must be a finite tensor of shape ({self.num_envs}, {self.core.n_action})")
-        state, obs, reward, term, trunc, info = self.core.step(self.state, action)
+        state, obs, reward, term, trunc, info = self._step(self.state, action)
         done = term | trunc
         info["final_obs"] = obs
         if bool(done.any()):

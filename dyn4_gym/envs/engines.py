@@ -186,7 +186,8 @@ class NumbaEngine:
                           heading_error=t(info[:, c["heading_error"]]), books=books,
                           weight=torch.tensor(float(self.task.step_consts[5]), dtype=torch.float64),
                           action=t(st.prev_action), prev_action=t(prev), roll_rate=t(st.x[:, 10]),
-                          pitch_rate=t(st.x[:, 11]), failed=t(failed), success=t(flags[:, 2]))
+                          pitch_rate=t(st.x[:, 11]), failed=t(failed), success=t(flags[:, 2]),
+                          progress_cap=core.progress_cap(t(st.target_speed)))
         B = st.batch_size
         with torch.no_grad():
             extra = {n: _np(TaskCore._term(n, term, ctx, B)).astype(np.float64) for n, term in self.task.custom.items()}

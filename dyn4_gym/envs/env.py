@@ -43,7 +43,8 @@ class Dyn4Env(gym.Env):
 
     ## Rewards
     A weighted sum of named terms (``dyn4_gym.envs.rewards``), each in ``info["reward_terms"]``
-    unweighted: ``progress`` (metres along the course, integrated over the substeps), ``speed``,
+    unweighted: ``progress`` (metres along the course, integrated over the substeps, paid up to the
+    target speed: ``progress_cap``), ``speed``,
     ``cross_track``, ``heading``, ``energy`` (positive drive work from the books / m g),
     ``tire_slip`` and ``damper`` (dissipation from the books / m g), ``comfort``, ``action_rate``
     and ``termination`` (-1 on failure). ``info["books"]`` has the step's energy lines [J].
@@ -59,7 +60,7 @@ class Dyn4Env(gym.Env):
     ## Arguments
     Keyword arguments are :class:`dyn4_gym.envs.config.EnvConfig` fields, nested as dicts:
     ``vehicle`` (plant overrides), ``course``, ``ground``, ``target_speed``, ``start_speed``,
-    ``control_dt``, ``hdt``, ``episode_steps``, ``roll_limit``, ``reward_weights``,
+    ``control_dt``, ``hdt``, ``episode_steps``, ``progress_cap``, ``roll_limit``, ``reward_weights``,
     ``reward_terms``, ``dtype``, ``device``, ``compile`` (``torch.compile`` the torch engine's step),
     ``engine`` (``"auto"``: the Numba kernel on the CPU; ``"numba"``; ``"torch"``: the torch task
     core, docs/env.md "Engines"); plus ``render_mode``. ``reset(options=...)`` takes
@@ -69,8 +70,12 @@ class Dyn4Env(gym.Env):
     ``"grid"`` from arrays, or one added with ``dyn4_gym.ground.register_terrain``).
 
     ## Version history
+    - v1: the progress term is paid up to the target speed only (``progress_cap=1.0``): under v0
+      a learner discounting at 0.99 earned more per step by driving faster than the target
+      (docs/env.md, "Versions").
     - v0: first release (unreleased changes since its first build: passive dampers and midpoint
-      vertical springs in the plant, docs/plant.md, move trajectories slightly).
+      vertical springs in the plant, docs/plant.md, move trajectories slightly); still registered,
+      with ``progress_cap=None``.
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}

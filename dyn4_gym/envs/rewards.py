@@ -13,6 +13,7 @@ Users add a term with :func:`register_reward_term` (or pass term objects in the 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -43,6 +44,7 @@ class StepContext:
     pitch_rate: torch.Tensor  # [rad/s]
     failed: torch.Tensor  # bool: left the corridor, rolled over or went non-finite
     success: torch.Tensor  # bool: reached the course's end
+    progress_cap: torch.Tensor | float = math.inf  # [m] the most progress one step is paid for (EnvConfig.progress_cap)
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,8 @@ class RewardTerm:
 
 
 def progress(c: StepContext) -> torch.Tensor:
-    return c.progress
+    # capped at the target speed's distance: past the target, going faster earns nothing
+    return torch.minimum(c.progress, torch.as_tensor(c.progress_cap, dtype=c.progress.dtype, device=c.progress.device))
 
 
 def speed(c: StepContext) -> torch.Tensor:
@@ -106,7 +109,8 @@ def termination(c: StepContext) -> torch.Tensor:
 
 # module-level functions, so envs (and their terms) pickle for subprocess vector envs
 _BUILTIN = [
-    RewardTerm("progress", progress, "[m] distance along the course, integrated over the substeps"),
+    RewardTerm("progress", progress, "[m] distance along the course, integrated over the substeps, at most "
+               "progress_cap x target_speed x control_dt"),
     RewardTerm("speed", speed, "-((vx - v_target) / v_target)^2"),
     RewardTerm("cross_track", cross_track, "-(cross-track / half-width)^2"),
     RewardTerm("heading", heading, "-(heading error [rad])^2"),

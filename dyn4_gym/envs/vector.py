@@ -121,7 +121,7 @@ def with_masks(info: dict, present: np.ndarray) -> dict:
 
 
 class Dyn4VectorEnv(gym.vector.VectorEnv):
-    """``num_envs`` cars in one torch batch; ``gym.make_vec("Dyn4Humvee-v0", num_envs=N)``.
+    """``num_envs`` cars in one torch batch; ``gym.make_vec("Dyn4Humvee-v1", num_envs=N)``.
 
     ``autoreset_mode`` (``gymnasium.vector.AutoresetMode`` or its value) is declared in
     ``metadata["autoreset_mode"]``: ``NEXT_STEP`` (default; a finished row is reset on the next

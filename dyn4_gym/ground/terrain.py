@@ -4,7 +4,7 @@ An environment row's ground is drawn at every reset by a *terrain kind*: a name,
 dataclass (its defaults, and a ``validate(path)`` that raises ``ConfigError`` with the dotted
 path) and a ``draw(config, ctx)`` that turns the row's seeded uniforms ``ctx.u (B, n)`` and its
 course into a batched ground sampler (queries ``(B, *rest, 2)``). Select a kind by name in the
-env's config, ``gym.make("Dyn4Humvee-v0", ground={"kind": "grid", "heights": ...})``; add one from
+env's config, ``gym.make("Dyn4Humvee-v1", ground={"kind": "grid", "heights": ...})``; add one from
 outside the package with :func:`register_terrain` (MuJoCo Playground registers its randomizers
 the same way).
 
@@ -37,7 +37,7 @@ __all__ = ["Terrain", "DrawContext", "TerrainKind", "TERRAIN_KINDS", "register_t
            "terrain_config"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Terrain(Ground):
     """The rough kind's batched ground: per-row hills ``(B, K)``, friction patches ``(B, P)``, bumps ``(B, Q)``."""
 
