@@ -17,7 +17,8 @@ from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback, EvalCallback
 from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
-from dyn4_gym.agents.sb3_glue import EpisodeTermsCallback, load_zoo_config, split_hyperparams
+from dyn4_gym.agents.evaluation import VALIDATION_SEEDS
+from dyn4_gym.agents.sb3_glue import EpisodeTermsCallback, load_zoo_config, normalize_kwargs, split_hyperparams
 from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
 
 def main(argv=None):
@@ -45,11 +46,12 @@ def main(argv=None):
 
     env = VecMonitor(Dyn4SB3VecEnv(num_envs=n_envs, **env_kwargs))
     eval_env = VecMonitor(Dyn4SB3VecEnv(num_envs=min(n_envs, args.eval_episodes), **env_kwargs))
-    if run.get("normalize", False):
-        env = VecNormalize(env, norm_obs=True, norm_reward=False)
-        eval_env = VecNormalize(eval_env, norm_obs=True, norm_reward=False, training=False)
+    norm = normalize_kwargs(run)
+    if norm is not None:
+        env = VecNormalize(env, **norm)
+        eval_env = VecNormalize(eval_env, **{**norm, "norm_reward": False}, training=False)
     env.seed(args.seed)
-    eval_env.seed(10_000)
+    eval_env.seed(VALIDATION_SEEDS[0])  # the best model is chosen on validation courses, not the held-out ones
 
     tb = os.path.join(out, "tb") if importlib.util.find_spec("tensorboard") else None
     progress = bool(importlib.util.find_spec("tqdm") and importlib.util.find_spec("rich"))

@@ -1,5 +1,6 @@
 """Sweep a trainer's config fields and seeds with Ray Tune (the ``ray`` extra): SHAC, SB3 PPO or
-SAC, each trial reporting its held-out evaluation, env steps, reward terms and energy books after
+SAC (from configs/<trainer>.yml's settings), each trial reporting its evaluation on the
+validation courses (never the held-out ones the benchmarks report), env steps, reward terms and energy books after
 every chunk of training; ASHA stops the weak trials early. Local Ray by default (``ray.init()``
 starts one on this machine), ``--address`` for a cluster; the results as a table and a CSV. A
 rerun with the same ``--out`` and ``--name`` resumes the sweep (finished trials are kept,
@@ -19,17 +20,8 @@ import sys
 
 import numpy as np
 
-METRIC = "mean_return"  # on the held-out evaluation seeds (dyn4_gym.agents.evaluation)
-
-
-def _sb3_policy(model):
-    import torch
-
-    def policy(obs):
-        action, _ = model.predict(obs.detach().cpu().numpy().astype(np.float32), deterministic=True)
-        return torch.as_tensor(action, dtype=obs.dtype)
-
-    return policy
+METRIC = "mean_return"  # on the validation seeds (dyn4_gym.agents.evaluation.VALIDATION_SEEDS), never the held-out ones
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
 
 def _numbers(d: dict, prefix: str = "") -> dict:
@@ -54,11 +46,11 @@ def trainable(config: dict) -> None:
     import torch
     from ray import tune
 
-    from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
+    from dyn4_gym.agents.evaluation import VALIDATION_SEEDS, evaluate
 
-    torch.set_num_threads(1)  # one CPU per trial
+    torch.set_num_threads(max(int(config.get("cpus", 1)), 1))  # the trial's CPUs
     env_kwargs, params, seed = config["env_kwargs"], dict(config["params"]), int(config["seed"])
-    seeds = EVAL_SEEDS[: config["eval_seeds"]]
+    seeds = VALIDATION_SEEDS[: config["eval_seeds"]]  # choosing settings: never on the held-out courses
     if config["trainer"] == "shac":
         from dyn4_gym.agents import SHAC, SHACConfig
 
@@ -68,21 +60,34 @@ def trainable(config: dict) -> None:
             ev = evaluate(agent.policy, env_kwargs, seeds=seeds)
             tune.report({**_report(ev), "env_steps": agent.env_steps, **_numbers(recs[-1] if recs else {}, "train/")})
     else:
-        from stable_baselines3 import PPO, SAC
+        from dyn4_gym.agents.sb3_glue import make_model, model_policy, parse_zoo_values
 
-        from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
-
-        n_envs = int(params.pop("n_envs", 8))
-        cls = {"ppo": PPO, "sac": SAC}[config["trainer"]]
-        model = cls("MlpPolicy", Dyn4SB3VecEnv(num_envs=n_envs, **env_kwargs), seed=seed, device="cpu", verbose=0,
-                    **params)
+        # the trial's values over the zoo config's (configs/<trainer>.yml): a sweep around it
+        hp = parse_zoo_values({**config["base"], **params})
+        model = make_model(config["trainer"], hp, env_kwargs, seed=seed)
         for _ in range(config["chunks"]):
             model.learn(total_timesteps=config["chunk"], reset_num_timesteps=False)
-            ev = evaluate(_sb3_policy(model), env_kwargs, seeds=seeds)
+            ev = evaluate(model_policy(model), env_kwargs, seeds=seeds)
             tune.report({**_report(ev), "env_steps": model.num_timesteps})
 
 
-def build_space(trainer: str, space: dict, seeds: int, env_kwargs: dict, chunks: int, chunk: int, eval_seeds: int):
+def base_config(trainer: str, env_id: str = "Dyn4Humvee-v1") -> dict:
+    """SB3 trials start from configs/<trainer>.yml's settings (RL Zoo format, unparsed); SHAC's
+    from SHACConfig's defaults."""
+    if trainer == "shac":
+        return {}
+    from dyn4_gym.agents.sb3_glue import load_zoo_config
+
+    path = os.path.join(CONFIGS, f"{trainer}.yml")
+    if not os.path.exists(path):
+        return {}
+    hp = load_zoo_config(path, env_id, parse=False)  # RL Zoo's expression strings stay strings: plain data for Ray
+    hp.pop("n_timesteps", None)
+    return hp
+
+
+def build_space(trainer: str, space: dict, seeds: int, env_kwargs: dict, chunks: int, chunk: int, eval_seeds: int,
+                cpus_per_trial: float = 1.0):
     """Tune's param space: a grid over each listed value of ``space`` and over ``seeds`` seeds."""
     from ray import tune
 
@@ -90,6 +95,7 @@ def build_space(trainer: str, space: dict, seeds: int, env_kwargs: dict, chunks:
         if not isinstance(v, list) or not v:
             raise ValueError(f"--space[{k!r}] must be a non-empty list of values")
     return dict(trainer=trainer, env_kwargs=env_kwargs, chunks=chunks, chunk=chunk, eval_seeds=eval_seeds,
+                base=base_config(trainer), cpus=cpus_per_trial,
                 seed=tune.grid_search(list(range(seeds))),
                 params={k: tune.grid_search(v) for k, v in space.items()})
 
@@ -117,7 +123,7 @@ def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None
     else:
         scheduler = ASHAScheduler(time_attr="training_iteration", max_t=chunks, grace_period=1, reduction_factor=2)
         tuner = tune.Tuner(fn, param_space=build_space(trainer, space, seeds, dict(env_kwargs or {}), chunks, chunk,
-                                                        eval_seeds),
+                                                        eval_seeds, cpus_per_trial),
                            tune_config=tune.TuneConfig(metric=METRIC, mode="max", scheduler=scheduler),
                            run_config=tune.RunConfig(name=name, storage_path=out, verbose=0))
     results = tuner.fit()
@@ -138,18 +144,20 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=2, help="seeds per point of the grid")
     ap.add_argument("--chunks", type=int, default=4, help="reports per trial (ASHA's time unit)")
     ap.add_argument("--chunk", type=int, default=None, help="SHAC iterations or SB3 env steps per report")
-    ap.add_argument("--eval-seeds", type=int, default=4, help="held-out courses per evaluation")
+    ap.add_argument("--eval-seeds", type=int, default=4, help="validation courses per evaluation")
     ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--out", default="runs/tune")
     ap.add_argument("--name", default=None, help="the sweep's name (its folder under --out; rerun it to resume)")
     ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start Ray on this machine)")
+    ap.add_argument("--cpus-per-trial", type=float, default=1.0,
+                    help="CPUs (and torch threads) per trial; all of a small machine's runs one trial at a time")
     args = ap.parse_args(argv)
     try:
         space, env_kwargs = json.loads(args.space), json.loads(args.env_kwargs)
         if not isinstance(space, dict) or not isinstance(env_kwargs, dict):
             raise ValueError("--space and --env-kwargs must be JSON objects")
         table = run_sweep(args.trainer, space, args.seeds, env_kwargs, args.chunks, args.chunk, args.eval_seeds,
-                          args.out, args.name, args.address)
+                          args.out, args.name, args.address, args.cpus_per_trial)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

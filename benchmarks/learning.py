@@ -1,12 +1,19 @@
-"""The learning benchmark: PPO, SAC, the differentiable trainer (SHAC) and the classical
-controller on the same task, observations, action scaling, episode length and evaluation seeds.
+"""The learning benchmark: SHAC (gradients through the plant), PPO and SAC (Stable-Baselines3,
+settings from configs/) and the classical controller, on Dyn4Humvee-v1 and Dyn4HumveeFlat-v1,
+and an energy-weight sweep for the Pareto plot of energy per km against time per km.
 
-Each learned method trains for the same wall-clock budget per seed and is evaluated
-(deterministic, on the held-out seeds, evaluation time not counted) at regular points; the
-script prints the final table and the steps and time each method needed to reach 50 %, 80 % and
-100 % of PPO's final return, and writes the curves as CSV and a plot.
+    python benchmarks/learning.py                       # the README's figures (hours: see README)
+    python benchmarks/learning.py --scale 0.05 --seeds 2 --tasks flat --no-pareto   # a quick look
+    python benchmarks/learning.py --report-only         # tables and plots from the CSV so far
 
-    python benchmarks/learning.py --seconds 60 --seeds 3 --out runs/learning
+Each run (task, method, seed and energy weight) trains for its method's budget in env steps
+(``BUDGETS``, times ``--scale``) and evaluates its deterministic policy on the held-out courses
+(``EVAL_SEEDS``, never used for choosing anything) ``--evals`` times along the way. Every
+evaluation is a row of ``<out>/curves.csv``, written as it comes; ``wall_s`` is training time
+only (evaluations excluded; SHAC's includes its compile, seconds once Inductor's disk cache is
+warm). A rerun with the same ``--out`` skips the finished runs and restarts an unfinished one,
+so an interrupted benchmark resumes where it stopped. The report (printed, ``summary.json``,
+``learning.png``, ``pareto.png``; also copied to ``--docs``) is made from the CSV alone.
 """
 
 from __future__ import annotations
@@ -15,157 +22,404 @@ import argparse
 import csv
 import json
 import os
+import shutil
+import sys
 import time
 
 import numpy as np
 import torch
 
+from dyn4_gym import FLAT_GROUND
 from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
-from dyn4_gym.agents.sb3_glue import load_zoo_config, split_hyperparams
+from dyn4_gym.agents.sb3_glue import load_zoo_config, make_model, model_policy
+from dyn4_gym.envs.core import OBS_INDEX
+from dyn4_gym.envs.rewards import DEFAULT_WEIGHTS
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
+TASKS = {"default": ("Dyn4Humvee-v1", {}), "flat": ("Dyn4HumveeFlat-v1", {"ground": dict(FLAT_GROUND)})}
+# env steps per run: where each method's curve has flattened on this task (docs/learning.png)
+BUDGETS = {"shac": 500_000, "ppo": 2_000_000, "sac": 300_000}
+SHAC_SETTINGS = dict(compile=True)  # the rest are SHACConfig's defaults, the main job's
+PARETO_WEIGHTS = (8.0, 32.0, 64.0)  # energy weights besides the default's (2.0), default task
+PARETO_METHODS = ("shac", "ppo")
+PP_SPEEDS = (0.8, 0.85, 0.9, 0.95, 1.0, 1.1)  # pure pursuit's speed reference, times the target speed
+FIELDS = ("task", "method", "seed", "energy_weight", "env_steps", "wall_s", "eval_return", "finished", "mean_speed",
+          "time_per_km", "energy_per_km", "grad_norm")
 
-TASK = dict(course={"length": 120.0}, episode_steps=300)
+
+# ------------------------------------------------------------------------------------ trainers
+class ShacRun:
+    def __init__(self, env_kwargs: dict, seed: int, compile: bool = True):
+        self.agent = SHAC(SHACConfig(**{**SHAC_SETTINGS, "compile": compile}, seed=seed), env_kwargs)
+        self.grad_norm = float("nan")
+
+    @property
+    def env_steps(self) -> int:
+        return self.agent.env_steps
+
+    def train_to(self, steps: int) -> None:
+        recs = self.agent.train(env_steps=steps, log=None)
+        self.grad_norm = float(np.median([r["grad_norm"] for r in recs]))  # before clipping, over the chunk
+
+    def policy(self):
+        return self.agent.policy
 
 
-def _curve(method, seed, train_chunk, policy_fn, budget, evals, env_kwargs, eval_seeds):
-    rows, spent, steps = [], 0.0, 0
-    for k in range(evals + 1):
-        if k > 0:
-            t0 = time.perf_counter()
-            steps = train_chunk(budget / evals)
-            spent += time.perf_counter() - t0
-        res = evaluate(policy_fn(), env_kwargs, seeds=eval_seeds)
-        rows.append(dict(method=method, seed=seed, env_steps=steps, wall_s=spent, eval_return=res.mean_return,
-                         finished=res.finished))
-        print(f"{method:8s} seed {seed}  steps {steps:8d}  time {spent:6.1f} s  return {res.mean_return:8.2f}  "
-              f"finished {res.finished:.2f}", flush=True)
+class SB3Run:
+    def __init__(self, algo: str, env_id: str, env_kwargs: dict, seed: int):
+        hp = load_zoo_config(os.path.join(CONFIGS, f"{algo}.yml"), env_id)
+        self.model = make_model(algo, hp, env_kwargs, seed=seed)
+        self.grad_norm = float("nan")
+
+    @property
+    def env_steps(self) -> int:
+        return int(self.model.num_timesteps)
+
+    def train_to(self, steps: int) -> None:
+        if steps > self.env_steps:
+            self.model.learn(total_timesteps=steps - self.env_steps, reset_num_timesteps=False)
+
+    def policy(self):
+        return model_policy(self.model)
+
+
+def make_run(method: str, task: str, seed: int, weight: float, compile: bool = True):
+    env_id, kwargs = TASKS[task]
+    env_kwargs = {**kwargs, "reward_weights": {"energy": weight}}
+    return ShacRun(env_kwargs, seed, compile) if method == "shac" else SB3Run(method, env_id, env_kwargs, seed)
+
+
+# ------------------------------------------------------------------------------------ the CSV
+def read_rows(path: str) -> list[dict]:
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        for k in FIELDS[2:]:
+            r[k] = float(r[k]) if r[k] not in ("", "nan") else float("nan")
+        r["seed"], r["env_steps"] = int(r["seed"]), int(r["env_steps"])
     return rows
 
 
-def run_shac(seed, budget, evals, env_kwargs, eval_seeds):
-    agent = SHAC(SHACConfig(num_envs=64, horizon=32, seed=seed), env_kwargs)
-
-    def chunk(sec):
-        agent.train(seconds=sec, log=None)
-        return agent.env_steps
-
-    return _curve("shac", seed, chunk, lambda: agent.policy, budget, evals, env_kwargs, eval_seeds)
-
-
-def run_sb3(algo, seed, budget, evals, env_kwargs, eval_seeds):
-    from stable_baselines3 import PPO, SAC
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
-
-    # the settings are configs/<algo>.yml's (RL Zoo format), the same train_sb3.py uses
-    run, algo_kwargs = split_hyperparams(load_zoo_config(os.path.join(CONFIGS, f"{algo}.yml")))
-    env = Dyn4SB3VecEnv(num_envs=int(run.get("n_envs", 16)), **{**run.get("env_kwargs", {}), **env_kwargs})
-    if run.get("normalize", False):
-        env = VecNormalize(env, norm_obs=True, norm_reward=False)
-    env.seed(seed)
-    cls = {"ppo": PPO, "sac": SAC}[algo]
-    model = cls(run.get("policy", "MlpPolicy"), env, seed=seed, device="cpu", **algo_kwargs)
-
-    def chunk(sec):
-        t0 = time.perf_counter()
-        while time.perf_counter() - t0 < sec:
-            model.learn(total_timesteps=2048, reset_num_timesteps=False)
-        return int(model.num_timesteps)
-
-    def policy_fn():
-        def policy(obs):
-            o = obs.cpu().numpy()
-            a, _ = model.predict(env.normalize_obs(o) if isinstance(env, VecNormalize) else o, deterministic=True)
-            return torch.as_tensor(a, dtype=obs.dtype)
-        return policy
-
-    return _curve(algo, seed, chunk, policy_fn, budget, evals, env_kwargs, eval_seeds)
-
-
-def first_reach(rows, level):
-    for r in rows:
-        if r["eval_return"] >= level:
-            return r["env_steps"], r["wall_s"]
-    return None, None
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=60.0, help="training wall-clock per method and seed")
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--evals", type=int, default=4, help="evaluation points per run")
-    ap.add_argument("--eval-seeds", type=int, default=8)
-    ap.add_argument("--methods", nargs="+", default=["ppo", "sac", "shac"])
-    ap.add_argument("--out", default="runs/learning")
-    args = ap.parse_args()
-    torch.set_num_threads(max(torch.get_num_threads(), 1))
-    os.makedirs(args.out, exist_ok=True)
-    eval_seeds = EVAL_SEEDS[: args.eval_seeds]
-    classical = evaluate(PurePursuit(), TASK, seeds=eval_seeds)
-    print(f"classical: return {classical.mean_return:.2f}, finished {classical.finished:.2f}")
-    rows = []
-    for method in args.methods:
-        for seed in range(args.seeds):
-            if method == "shac":
-                rows += run_shac(seed, args.seconds, args.evals, TASK, eval_seeds)
-            else:
-                rows += run_sb3(method, seed, args.seconds, args.evals, TASK, eval_seeds)
-    with open(os.path.join(args.out, "curves.csv"), "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+def write_rows(path: str, rows: list[dict]) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=FIELDS)
         w.writeheader()
-        w.writerows(rows)
-    # final returns and the thresholds relative to PPO's final return
-    final = {}
-    for m in args.methods:
-        finals = [max((r for r in rows if r["method"] == m and r["seed"] == s), key=lambda r: r["wall_s"])["eval_return"]
-                  for s in range(args.seeds)]
-        final[m] = (float(np.mean(finals)), float(np.std(finals)))
-    print("\nmethod      final return (mean +- std over seeds)   env steps   wall s")
-    for m in args.methods:
-        last = [r for r in rows if r["method"] == m and r["seed"] == 0][-1]
-        print(f"{m:10s} {final[m][0]:10.2f} +- {final[m][1]:6.2f}   {last['env_steps']:10d} {last['wall_s']:8.0f}")
-    print(f"{'classical':10s} {classical.mean_return:10.2f}")
-    summary = dict(classical=classical.mean_return, final=final, reach={})
-    if "ppo" in final:
-        target = final["ppo"][0]
-        print("\nsteps / seconds to reach 50 %, 80 %, 100 % of PPO's final return (first seed to get there, mean over seeds)")
-        for m in args.methods:
-            cells = []
-            for frac in (0.5, 0.8, 1.0):
-                hits = [first_reach([r for r in rows if r["method"] == m and r["seed"] == s], frac * target)
-                        for s in range(args.seeds)]
-                got = [h for h in hits if h[0] is not None]
-                cell = (f"{np.mean([h[0] for h in got]):.0f} / {np.mean([h[1] for h in got]):.0f}s ({len(got)}/{len(hits)})"
-                        if got else "not reached")
-                cells.append(cell)
-                summary["reach"].setdefault(m, {})[str(frac)] = cell
-            print(f"{m:10s} " + " | ".join(cells))
+        w.writerows({k: r[k] for k in FIELDS} for r in rows)
+    os.replace(tmp, path)
+
+
+def run_key(r) -> tuple:
+    return (r["task"], r["method"], int(r["seed"]), float(r["energy_weight"]))
+
+
+def plan(args) -> list[tuple]:
+    """Every run, as ``(task, method, seed, energy_weight, budget)``, in the order they run."""
+    runs, w0 = [], DEFAULT_WEIGHTS["energy"]
+    for task in args.tasks:
+        for seed in range(args.seeds):
+            for method in args.methods:
+                runs.append((task, method, seed, w0, int(BUDGETS[method] * args.scale)))
+    if args.pareto:
+        for w in PARETO_WEIGHTS:
+            for seed in range(args.pareto_seeds):
+                for method in PARETO_METHODS:
+                    if method in args.methods:
+                        runs.append(("default", method, seed, w, int(BUDGETS[method] * args.scale)))
+    return runs
+
+
+def _eval_row(task, method, seed, weight, steps, wall, policy, gn, eval_seeds) -> dict:
+    env_kwargs = {**TASKS[task][1], "reward_weights": {"energy": weight}}
+    ev = evaluate(policy, env_kwargs, seeds=eval_seeds)
+    return dict(task=task, method=method, seed=seed, energy_weight=weight, env_steps=steps, wall_s=round(wall, 2),
+                eval_return=ev.mean_return, finished=ev.finished, mean_speed=ev.mean_speed,
+                time_per_km=ev.time_per_km, energy_per_km=ev.energy_per_km, grad_norm=gn)
+
+
+def _fmt_s(s: float) -> str:
+    s = int(max(s, 0))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def train_all(args, path: str, eval_seeds) -> None:
+    rows = read_rows(path)
+    runs = plan(args)
+    finished = set()
+    for task, method, seed, w, budget in runs:
+        mine = [r for r in rows if run_key(r) == (task, method, seed, w)]
+        if mine and max(r["env_steps"] for r in mine) >= budget:
+            finished.add((task, method, seed, w))
+    # an unfinished run restarts from scratch: drop its rows
+    rows = [r for r in rows if run_key(r) in finished or run_key(r) not in {k[:4] for k in runs}]
+    write_rows(path, rows)
+    total = sum(b for *k, b in runs)
+    spent = sum(b for *k, b in runs if tuple(k) in finished)
+    t_start, steps_here = time.perf_counter(), 0
+    print(f"{len(runs)} runs, {len(finished)} already done ({path}); {total:,} env steps in all", flush=True)
+    for i, (task, method, seed, w, budget) in enumerate(runs):
+        if (task, method, seed, w) in finished:
+            continue
+        torch.manual_seed(seed)
+        run = make_run(method, task, seed, w, args.compile)
+        wall = 0.0
+        points = [int(budget * k / args.evals) for k in range(1, args.evals + 1)]
+        rows.append(_eval_row(task, method, seed, w, 0, 0.0, run.policy(), float("nan"), eval_seeds))
+        for target in points:
+            before = run.env_steps
+            t0 = time.perf_counter()
+            run.train_to(target)
+            wall += time.perf_counter() - t0
+            steps_here += run.env_steps - before
+            r = _eval_row(task, method, seed, w, run.env_steps, wall, run.policy(), run.grad_norm, eval_seeds)
+            rows.append(r)
+            write_rows(path, rows)
+            frac = min((spent + min(run.env_steps, budget)) / total, 1.0)
+            rate = steps_here / max(time.perf_counter() - t_start, 1e-9)  # this process's env steps/s, evals in
+            eta = (total - spent - min(run.env_steps, budget)) / max(rate, 1e-9)
+            bar = "#" * int(30 * frac) + "." * (30 - int(30 * frac))
+            print(f"[{bar}] {frac:4.0%} run {i + 1}/{len(runs)} {task:7s} {method:4s} seed {seed} w {w:g}  "
+                  f"{run.env_steps:>9,}/{budget:,}  return {r['eval_return']:7.1f}  finished {r['finished']:.2f}  "
+                  f"{r['mean_speed']:5.2f} m/s  {r['energy_per_km'] / 1e3:5.2f} MJ/km  train {wall:6.0f} s  "
+                  f"ETA {_fmt_s(eta)}", flush=True)
+        spent += budget
+
+
+# ------------------------------------------------------------------------------------ report
+def _classical(task: str, eval_seeds, speed: float = 1.0, weight: float | None = None):
+    """Pure pursuit, its speed reference scaled by ``speed`` (it reads the target from the obs)."""
+    pp = PurePursuit()
+
+    def policy(obs):
+        if speed != 1.0:
+            obs = obs.clone()
+            obs[:, OBS_INDEX["target_speed"]] *= speed
+        return pp(obs)
+
+    kw = dict(TASKS[task][1])
+    if weight is not None:
+        kw["reward_weights"] = {"energy": weight}
+    return evaluate(policy, kw, seeds=eval_seeds)
+
+
+def _finals(rows, task, method, weight) -> dict:
+    """seed -> its run's last row."""
+    out = {}
+    for r in rows:
+        if (r["task"], r["method"], r["energy_weight"]) == (task, method, weight):
+            if r["seed"] not in out or r["env_steps"] > out[r["seed"]]["env_steps"]:
+                out[r["seed"]] = r
+    return out
+
+
+def _reach(rows, task, method, weight, level):
+    """Per seed: ``(env_steps, wall_s)`` of the first evaluation at or above ``level`` (or None)."""
+    per = {}
+    for r in sorted(rows, key=lambda r: r["env_steps"]):
+        if (r["task"], r["method"], r["energy_weight"]) != (task, method, weight) or r["env_steps"] == 0:
+            continue
+        if r["seed"] not in per:
+            per[r["seed"]] = None
+        if per[r["seed"]] is None and r["eval_return"] >= level:
+            per[r["seed"]] = (r["env_steps"], r["wall_s"])
+    return per
+
+
+def _median_reach(per: dict):
+    """Median env steps and wall-clock over seeds, a seed that never reached it counting as
+    infinitely late (so the median exists only if more than half the seeds reached it)."""
+    if not per:
+        return None
+    vals = sorted(((v[0], v[1]) if v else (np.inf, np.inf)) for v in per.values())
+    steps = float(np.median([v[0] for v in vals]))
+    wall = float(np.median([v[1] for v in vals]))
+    return (steps, wall, sum(v is not None for v in per.values()), len(per)) if np.isfinite(steps) else (
+        None, None, sum(v is not None for v in per.values()), len(per))
+
+
+def report(args, path: str, eval_seeds) -> dict:
+    rows = read_rows(path)
+    if not rows:
+        print(f"no rows in {path} yet")
+        return {}
+    w0 = DEFAULT_WEIGHTS["energy"]
+    methods = [m for m in ("shac", "ppo", "sac") if any(r["method"] == m for r in rows)]
+    tasks = [t for t in TASKS if any(r["task"] == t for r in rows)]
+    summary = dict(tasks={}, pareto={})
+    for task in tasks:
+        pp = _classical(task, eval_seeds)
+        s = summary["tasks"][task] = dict(classical=pp.row() | dict(time_per_km=pp.time_per_km), methods={})
+        print(f"\n== {TASKS[task][0]}: final evaluation on {len(eval_seeds)} held-out courses (mean +- std over seeds)")
+        print(f"{'method':10s} {'seeds':>5s} {'return':>16s} {'median':>8s} {'finished':>9s} {'m/s':>6s} {'MJ/km':>6s} "
+              f"{'env steps':>10s} {'train s':>8s} {'plateau':>8s}")
+        for m in methods:
+            fin = _finals(rows, task, m, w0)
+            if not fin:
+                continue
+            ret = np.array([r["eval_return"] for r in fin.values()])
+            curve_end = []
+            for seed in fin:  # the change over the last quarter of the run, relative to the pure pursuit's return
+                rs = sorted((r for r in rows if (r["task"], r["method"], r["seed"], r["energy_weight"]) ==
+                             (task, m, seed, w0)), key=lambda r: r["env_steps"])
+                q = [r for r in rs if r["env_steps"] >= 0.75 * rs[-1]["env_steps"]]
+                curve_end.append((q[-1]["eval_return"] - q[0]["eval_return"]) / abs(pp.mean_return))
+            slope = float(np.median(curve_end))
+            last = list(fin.values())
+            d = dict(seeds=len(fin), mean=float(ret.mean()), std=float(ret.std()), median=float(np.median(ret)),
+                     best=float(ret.max()), finished=float(np.mean([r["finished"] for r in last])),
+                     speed=float(np.mean([r["mean_speed"] for r in last])),
+                     mj_per_km=float(np.mean([r["energy_per_km"] for r in last])) / 1e3,
+                     env_steps=int(np.median([r["env_steps"] for r in last])),
+                     wall_s=float(np.median([r["wall_s"] for r in last])), last_quarter_change=slope)
+            s["methods"][m] = d
+            print(f"{m:10s} {d['seeds']:5d} {d['mean']:8.1f} +- {d['std']:5.1f} {d['median']:8.1f} {d['finished']:9.2f} "
+                  f"{d['speed']:6.2f} {d['mj_per_km']:6.2f} {d['env_steps']:10,d} {d['wall_s']:8.0f} {slope:+8.1%}")
+        print(f"{'classical':10s} {'':5s} {pp.mean_return:8.1f} {'':8s} {'':8s} {pp.finished:9.2f} {pp.mean_speed:6.2f} "
+              f"{pp.energy_per_km / 1e3:6.2f}")
+        if "ppo" in s["methods"]:
+            level = s["methods"]["ppo"]["median"]
+            s["reach_level"] = level
+            print(f"\n   env steps and training seconds to reach PPO's final median return ({level:.1f}), median over seeds")
+            for m in methods:
+                got = _median_reach(_reach(rows, task, m, w0, level))
+                if got is None:
+                    continue
+                s["methods"][m]["reach"] = dict(env_steps=got[0], wall_s=got[1], seeds_reached=got[2], seeds=got[3])
+                txt = (f"{got[0]:12,.0f} steps {got[1]:8.0f} s" if got[0] is not None else f"{'not reached':>30s}")
+                print(f"   {m:8s} {txt}   ({got[2]} of {got[3]} seeds reached it)")
+            if "shac" in s["methods"] and s["methods"]["shac"]["reach"]["env_steps"] and \
+                    s["methods"]["ppo"]["reach"]["env_steps"]:
+                a, b = s["methods"]["shac"]["reach"], s["methods"]["ppo"]["reach"]
+                s["shac_vs_ppo"] = dict(steps_ratio=b["env_steps"] / a["env_steps"], wall_ratio=b["wall_s"] / a["wall_s"])
+                print(f"   SHAC needs {b['env_steps'] / a['env_steps']:.1f}x fewer env steps and "
+                      f"{b['wall_s'] / a['wall_s']:.2f}x less training time than PPO to get there")
+    # the energy-weight sweep: the learned policies' (time/km, MJ/km) against pure pursuit's speed sweep
+    weights = sorted({r["energy_weight"] for r in rows if r["task"] == "default"})
+    if len(weights) > 1:
+        pp_pts = [(k, _classical("default", eval_seeds, k)) for k in PP_SPEEDS]
+        pts = {}
+        for m in PARETO_METHODS:
+            for w in weights:
+                fin = list(_finals(rows, "default", m, w).values())
+                if fin:
+                    pts[m, w] = dict(time_per_km=float(np.mean([r["time_per_km"] for r in fin])),
+                                     mj_per_km=float(np.mean([r["energy_per_km"] for r in fin])) / 1e3,
+                                     finished=float(np.mean([r["finished"] for r in fin])),
+                                     mj_std=float(np.std([r["energy_per_km"] for r in fin])) / 1e3, seeds=len(fin))
+        ref = dict(pp_pts)[1.0]
+        summary["pareto"] = dict(classical={str(k): dict(time_per_km=e.time_per_km, mj_per_km=e.energy_per_km / 1e3,
+                                                         finished=e.finished) for k, e in pp_pts},
+                                 learned={f"{m}@{w:g}": v for (m, w), v in pts.items()})
+        print("\n== energy per km against time per km, default task, held-out courses (learned: mean over seeds)")
+        print(f"{'policy':22s} {'s/km':>7s} {'MJ/km':>7s} {'finished':>9s}")
+        for k, e in pp_pts:
+            print(f"{'pure pursuit x' + format(k, '.1f'):22s} {e.time_per_km:7.1f} {e.energy_per_km / 1e3:7.3f} {e.finished:9.2f}")
+        for (m, w), v in sorted(pts.items()):
+            print(f"{m + ' energy weight ' + format(w, 'g'):22s} {v['time_per_km']:7.1f} {v['mj_per_km']:7.3f} "
+                  f"{v['finished']:9.2f}")
+        ok = [(k, v) for k, v in pts.items() if v["time_per_km"] <= 1.05 * ref.time_per_km and v["finished"] >= 0.875]
+        if ok:
+            (m, w), v = min(ok, key=lambda kv: kv[1]["mj_per_km"])
+            saving = 1.0 - v["mj_per_km"] / (ref.energy_per_km / 1e3)
+            summary["pareto"]["best_within_5pct_time"] = dict(policy=f"{m}@{w:g}", saving=saving, **v)
+            print(f"best learned policy within 5 % of pure pursuit's time per km (and >= 7 of 8 finished): {m} at "
+                  f"energy weight {w:g}, {v['mj_per_km']:.3f} MJ/km, {saving:+.1%} less energy than pure pursuit")
+        else:
+            print("no learned policy finished 7 of 8 courses within 5 % of pure pursuit's time per km")
     with open(os.path.join(args.out, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1)
+    _plots(args, rows, summary, tasks, methods, w0)
+    return summary
+
+
+COLORS = {"shac": "tab:green", "ppo": "tab:blue", "sac": "tab:orange"}
+
+
+def _plots(args, rows, summary, tasks, methods, w0) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4.2))
-    for m in args.methods:
-        for s in range(args.seeds):
-            rs = [r for r in rows if r["method"] == m and r["seed"] == s]
-            kw = dict(color={"ppo": "tab:blue", "sac": "tab:orange", "shac": "tab:green"}.get(m), alpha=0.8,
-                      label=m if s == 0 else None)
-            ax[0].plot([r["env_steps"] for r in rs], [r["eval_return"] for r in rs], **kw)
-            ax[1].plot([r["wall_s"] for r in rs], [r["eval_return"] for r in rs], **kw)
-    for a, xl in zip(ax, ("environment steps", "training wall-clock [s]")):
-        a.axhline(classical.mean_return, color="k", ls="--", label="classical")
-        a.set(xlabel=xl, ylabel="evaluation return")
-        a.legend()
+    fig, axes = plt.subplots(len(tasks), 2, figsize=(13, 4.2 * len(tasks)), squeeze=False)
+    for ti, task in enumerate(tasks):
+        pp = summary["tasks"][task]["classical"]["mean_return"]
+        for m in methods:
+            seeds = sorted({r["seed"] for r in rows if (r["task"], r["method"], r["energy_weight"]) == (task, m, w0)})
+            for s in seeds:
+                rs = sorted((r for r in rows if (r["task"], r["method"], r["seed"], r["energy_weight"]) ==
+                             (task, m, s, w0)), key=lambda r: r["env_steps"])
+                kw = dict(color=COLORS[m], alpha=0.7, lw=1.2, label=f"{m} ({len(seeds)} seeds)" if s == seeds[0] else None)
+                axes[ti, 0].plot([max(r["env_steps"], 1) for r in rs], [r["eval_return"] for r in rs], **kw)
+                axes[ti, 1].plot([r["wall_s"] for r in rs], [r["eval_return"] for r in rs], **kw)
+        for a, xl in zip(axes[ti], ("environment steps", "training wall-clock [s], 2 CPU cores")):
+            a.axhline(pp, color="k", ls="--", label="pure pursuit")
+            a.set(xlabel=xl, ylabel="return on 8 held-out courses", title=TASKS[task][0])
+            a.set_xscale("symlog" if xl.startswith("env") else "linear", linthresh=1e3) if xl.startswith("env") else None
+            a.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "learning.png"), dpi=110)
-    print(f"wrote {args.out}/curves.csv, learning.png, summary.json")
+    fig.savefig(os.path.join(args.out, "learning.png"), dpi=100)
+    plt.close(fig)
+    par = summary.get("pareto") or {}
+    if par:
+        fig, ax = plt.subplots(figsize=(7, 5))
+        cl = sorted(par["classical"].items(), key=lambda kv: float(kv[0]))
+        ax.plot([v["time_per_km"] for _, v in cl], [v["mj_per_km"] for _, v in cl], "k--o", label=f"pure pursuit, speed x {PP_SPEEDS[0]}-{PP_SPEEDS[-1]}")
+        for m in PARETO_METHODS:
+            pts = sorted(((float(k.split("@")[1]), v) for k, v in par["learned"].items() if k.startswith(m + "@")))
+            if pts:
+                ax.errorbar([v["time_per_km"] for _, v in pts], [v["mj_per_km"] for _, v in pts],
+                            yerr=[v["mj_std"] for _, v in pts], fmt="-o", color=COLORS[m], label=f"{m}, energy weight")
+                for w, v in pts:
+                    ax.annotate(f"{w:g}", (v["time_per_km"], v["mj_per_km"]), fontsize=8, xytext=(4, 4),
+                                textcoords="offset points")
+        ax.set(xlabel="time per km [s]", ylabel="positive drive work per km [MJ]",
+               title="Dyn4Humvee-v1, held-out courses: energy against time")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(args.out, "pareto.png"), dpi=100)
+        plt.close(fig)
+    if args.docs:
+        os.makedirs(args.docs, exist_ok=True)
+        for name, dst in (("learning.png", "learning.png"), ("pareto.png", "pareto.png"), ("curves.csv", "learning_curves.csv"),
+                          ("summary.json", "learning_summary.json")):
+            if os.path.exists(os.path.join(args.out, name)):
+                shutil.copy(os.path.join(args.out, name), os.path.join(args.docs, dst))
+    print(f"\nwrote {args.out}/curves.csv, summary.json, learning.png" + (", pareto.png" if par else "") +
+          (f" (and copies in {args.docs}/)" if args.docs else ""))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tasks", nargs="+", choices=tuple(TASKS), default=list(TASKS))
+    ap.add_argument("--methods", nargs="+", choices=tuple(BUDGETS), default=list(BUDGETS))
+    ap.add_argument("--seeds", type=int, default=5, help="seeds per method and task")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies every budget (BUDGETS)")
+    ap.add_argument("--evals", type=int, default=10, help="evaluations per run")
+    ap.add_argument("--eval-seeds", type=int, default=8, help="held-out courses per evaluation")
+    ap.add_argument("--pareto", action=argparse.BooleanOptionalAction, default=True,
+                    help="also the energy-weight sweep (PARETO_WEIGHTS) on the default task")
+    ap.add_argument("--pareto-seeds", type=int, default=3)
+    ap.add_argument("--out", default="runs/learning")
+    ap.add_argument("--docs", default="docs", help="copy the plots, CSV and summary here ('' for no copy)")
+    ap.add_argument("--report-only", action="store_true", help="no training: the report from the CSV so far")
+    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
+                    help="SHAC: torch.compile the env step with its backward")
+    args = ap.parse_args(argv)
+    if args.seeds < 1 or args.evals < 1 or args.scale <= 0:
+        print("error: --seeds and --evals must be >= 1 and --scale > 0", file=sys.stderr)
+        return 2
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "curves.csv")
+    eval_seeds = EVAL_SEEDS[: args.eval_seeds]
+    if not args.report_only:
+        train_all(args, path, eval_seeds)
+    report(args, path, eval_seeds)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

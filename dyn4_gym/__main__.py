@@ -14,8 +14,10 @@ import json
 import os
 import time
 
+from .agents import SHAC, PurePursuit, SHACConfig
 
-ENV_STEPS = 100_000  # the main job's budget
+
+ENV_STEPS = 200_000  # the main job's budget
 
 
 def _progress(rec: dict, budget: int) -> None:
@@ -35,7 +37,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--env-steps", type=int, default=ENV_STEPS, help="training budget in env steps")
     ap.add_argument("--seconds", type=float, default=None, help="also stop after this wall-clock time (machine-dependent)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--num-envs", type=int, default=64)
+    ap.add_argument("--num-envs", type=int, default=SHACConfig.num_envs)
+    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
+                    help="torch.compile the env step with its backward (minutes once; cached on disk)")
     ap.add_argument("--eval-seeds", type=int, default=8)
     ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--out", default="runs/main")
@@ -46,7 +50,6 @@ def main(argv=None) -> dict:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .agents import SHAC, PurePursuit, SHACConfig
     from .agents.evaluation import EVAL_SEEDS, evaluate
 
     env_kwargs = json.loads(args.env_kwargs)
@@ -54,7 +57,9 @@ def main(argv=None) -> dict:
     seeds = EVAL_SEEDS[: args.eval_seeds]
     print(f"dyn4-gym: training a policy through the plant (SHAC) for {args.env_steps:,} env steps on Dyn4Humvee-v1")
     t0 = time.perf_counter()
-    agent = SHAC(SHACConfig(num_envs=args.num_envs, seed=args.seed), env_kwargs)
+    if args.compile:
+        print("compiling the env step and its backward (a few minutes the first time on this machine, then cached) ...")
+    agent = SHAC(SHACConfig(num_envs=args.num_envs, seed=args.seed, compile=args.compile), env_kwargs)
     history = agent.train(seconds=args.seconds, env_steps=args.env_steps, log=None,
                           on_iteration=lambda rec: _progress(rec, args.env_steps))
     print()

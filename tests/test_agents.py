@@ -155,10 +155,19 @@ def test_sb3_script_runs_end_to_end(tmp_path, algo):
 def test_zoo_config_loads_and_splits():
     from dyn4_gym.agents.sb3_glue import load_zoo_config, split_hyperparams
 
-    hp = load_zoo_config(str(ROOT / "configs" / "ppo.yml"))
-    run, algo = split_hyperparams(hp)
-    assert run["n_envs"] == 16 and run["normalize"] is True
-    assert algo["policy_kwargs"]["net_arch"]["pi"] == [64, 64] and "n_envs" not in algo
+    from dyn4_gym.agents.sb3_glue import normalize_kwargs
+
+    for algo_name in ("ppo", "sac"):
+        for env_id in ("Dyn4Humvee-v1", "Dyn4HumveeFlat-v1"):
+            hp = load_zoo_config(str(ROOT / "configs" / f"{algo_name}.yml"), env_id)
+            run, algo = split_hyperparams(hp)
+            assert isinstance(run["n_envs"], int) and run["n_envs"] >= 1 and "n_envs" not in algo
+            assert isinstance(algo["policy_kwargs"], dict) and "net_arch" in algo["policy_kwargs"]
+            norm = normalize_kwargs(run)
+            assert norm is None or set(norm) <= {"norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma"}
+    assert normalize_kwargs({"normalize": True}) == {} and normalize_kwargs({}) is None
+    raw = load_zoo_config(str(ROOT / "configs" / "ppo.yml"), parse=False)
+    assert isinstance(raw["policy_kwargs"], str)  # RL Zoo's own form
     with pytest.raises(KeyError, match="no section"):
         load_zoo_config(str(ROOT / "configs" / "ppo.yml"), env_id="Nope-v0")
 
@@ -175,7 +184,7 @@ def test_rl_zoo_trains_from_our_config(tmp_path):
 
 @pytest.mark.slow
 def test_main_job_and_demo_run(tmp_path):
-    r = _script("-m", "dyn4_gym", "--seconds", "3", "--num-envs", "4", "--eval-seeds", "1",
+    r = _script("-m", "dyn4_gym", "--seconds", "3", "--num-envs", "4", "--eval-seeds", "1", "--no-compile",
                 "--env-kwargs", '{"course": {"length": 40.0}, "episode_steps": 40}', "--out", str(tmp_path / "main"))
     assert r.returncode == 0, r.stderr[-3000:]
     assert (tmp_path / "main" / "main.png").exists() and "classical" in r.stdout
@@ -210,3 +219,21 @@ def test_ppo_learns_the_easy_variant():
     after = evaluate(policy, kw, seeds=seeds).mean_return
     print(f"PPO on the flat variant: return {before:.1f} -> {after:.1f}")
     assert after > 35.0 and after > before + 15.0
+
+
+@pytest.mark.slow
+def test_sac_learns_the_easy_variant():
+    """SAC with configs/sac.yml's settings (make_model, the benchmark's path) on the flat variant,
+    120 m courses: the return rises by more than 25 within 24k env steps."""
+    from dyn4_gym import FLAT_GROUND
+    from dyn4_gym.agents.sb3_glue import load_zoo_config, make_model, model_policy
+
+    kw = dict(course={"length": 120.0}, episode_steps=300, ground=dict(FLAT_GROUND))
+    hp = load_zoo_config(str(ROOT / "configs" / "sac.yml"), "Dyn4HumveeFlat-v1")
+    model = make_model("sac", {**hp, "learning_starts": 2000}, kw, seed=0)
+    seeds = tuple(range(10_000, 10_004))
+    before = evaluate(model_policy(model), kw, seeds=seeds).mean_return
+    model.learn(total_timesteps=24_000)
+    after = evaluate(model_policy(model), kw, seeds=seeds).mean_return
+    print(f"SAC on the flat variant: return {before:.1f} -> {after:.1f}")
+    assert after > before + 25.0

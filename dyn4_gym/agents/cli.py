@@ -2,7 +2,7 @@
 
 Every field of the dataclass becomes a flag, ``--field-name``, typed by its default: numbers and
 strings take one value, a tuple takes one or more (``--hidden 64 64``), a bool is
-``--name / --no-name``. So a script's ``--help`` always lists every hyperparameter, and a new
+``--name / --no-name``, an optional number (``int | None = None``) a number or nothing. So a script's ``--help`` always lists every hyperparameter, and a new
 field is a new flag without touching the script.
 """
 
@@ -33,6 +33,10 @@ def add_config_flags(parser: argparse.ArgumentParser, cls, title: str | None = N
             group.add_argument(_flag(f.name), dest=dest, nargs="+", type=elem, default=list(default), metavar=metavar, help=help_)
         elif isinstance(default, (int, float, str)):
             group.add_argument(_flag(f.name), dest=dest, type=type(default), default=default, metavar=metavar, help=help_)
+        elif default is None and str(f.type).split("|")[0].strip() in ("int", "float", "str"):
+            # an optional number or string ("int | None"): the flag takes that type, absent means None
+            kind = {"int": int, "float": float, "str": str}[str(f.type).split("|")[0].strip()]
+            group.add_argument(_flag(f.name), dest=dest, type=kind, default=None, metavar=metavar, help=help_)
         else:
             raise TypeError(f"{cls.__name__}.{f.name}: no flag for a default of type {type(default).__name__}")
 

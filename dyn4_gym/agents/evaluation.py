@@ -28,6 +28,7 @@ class Evaluation:
     mean_speed: float  # [m/s] over the time driven
     cross_track_rms: float  # [m]
     energy_per_km: float  # [kJ/km] positive drive work per kilometre of progress
+    time_per_km: float  # [s/km] time driven per kilometre of progress
     returns: np.ndarray
     traces: np.ndarray  # (T, B, 2) positions, NaN after a row's episode ended
     courses: np.ndarray  # (B, N, 2)
@@ -38,7 +39,7 @@ class Evaluation:
 
     def row(self) -> dict:
         out = dict(mean_return=self.mean_return, finished=self.finished, mean_speed=self.mean_speed,
-                   cross_track_rms=self.cross_track_rms, energy_per_km=self.energy_per_km)
+                   cross_track_rms=self.cross_track_rms, energy_per_km=self.energy_per_km, time_per_km=self.time_per_km)
         if self.litres_per_100km is not None:
             out["litres_per_100km"] = self.litres_per_100km
         return out
@@ -100,7 +101,8 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
         mean_return=float(ret.mean()), finished=float(success.mean()),
         mean_speed=float((speed / np.maximum(count, 1)).mean()),
         cross_track_rms=float(np.sqrt(ct2.sum() / max(count.sum(), 1.0))),
-        energy_per_km=float((work / 1e3 / km).mean()), returns=ret, traces=np.stack(traces),
+        energy_per_km=float((work / 1e3 / km).mean()), time_per_km=float((count * cfg.control_dt / km).mean()),
+        returns=ret, traces=np.stack(traces),
         courses=courses, energy=np.stack(energy),
         terms={k: float(v.mean()) for k, v in terms.items()}, books={k: float(v.mean()) for k, v in books.items()},
         litres_per_100km=litres)

@@ -8,24 +8,79 @@ import os
 import numpy as np
 import torch
 
-__all__ = ["load_zoo_config", "split_hyperparams", "EpisodeTermsCallback", "sb3_policy"]
+__all__ = ["load_zoo_config", "parse_zoo_values", "split_hyperparams", "normalize_kwargs", "make_model", "model_policy",
+           "EpisodeTermsCallback", "sb3_policy"]
 _ZOO_KEYS = {"n_envs", "n_timesteps", "policy", "normalize", "env_kwargs", "policy_kwargs"}
 
 
-def load_zoo_config(path: str, env_id: str = "Dyn4Humvee-v1") -> dict:
-    """The hyperparameters for ``env_id`` in an RL Zoo 3 YAML file, with ``policy_kwargs``
-    evaluated (RL Zoo writes them as Python expressions such as ``dict(net_arch=[64, 64])``)."""
+def load_zoo_config(path: str, env_id: str = "Dyn4Humvee-v1", parse: bool = True) -> dict:
+    """The hyperparameters for ``env_id`` in an RL Zoo 3 YAML file, with ``policy_kwargs`` and
+    ``normalize`` evaluated (:func:`parse_zoo_values`; ``parse=False`` keeps RL Zoo's strings)."""
     import yaml
 
     with open(path) as fh:
         data = yaml.safe_load(fh) or {}
     if env_id not in data:
         raise KeyError(f"{path}: no section for {env_id!r} (sections: {sorted(data)})")
-    hp = dict(data[env_id])
-    pk = hp.get("policy_kwargs")
-    if isinstance(pk, str):
-        hp["policy_kwargs"] = eval(pk, {"__builtins__": {}}, {"dict": dict, "nn": torch.nn})  # noqa: S307 (zoo format)
+    return parse_zoo_values(dict(data[env_id])) if parse else dict(data[env_id])
+
+
+def parse_zoo_values(hp: dict) -> dict:
+    """``policy_kwargs`` and ``normalize`` given as RL Zoo's Python expressions (strings such as
+    ``"dict(net_arch=[64, 64])"``) evaluated, with ``dict`` and ``nn`` the only names."""
+    hp = dict(hp)
+    for key in ("policy_kwargs", "normalize"):
+        if isinstance(hp.get(key), str):
+            hp[key] = eval(hp[key], {"__builtins__": {}}, {"dict": dict, "nn": torch.nn})  # noqa: S307 (zoo format)
     return hp
+
+
+def normalize_kwargs(run: dict) -> dict | None:
+    """``VecNormalize``'s keyword arguments from a zoo config's ``normalize`` (None: no wrapper).
+    ``true`` means RL Zoo's default, observations and rewards both normalised."""
+    norm = run.get("normalize", False)
+    if norm is True:
+        return {}
+    if isinstance(norm, dict):
+        return dict(norm)
+    return None
+
+
+def make_model(algo: str, hp: dict, env_kwargs: dict | None = None, seed: int = 0, verbose: int = 0):
+    """SB3 ``PPO`` or ``SAC`` on the batched env (:class:`Dyn4SB3VecEnv`, the Numba engine) with a
+    zoo config's settings ``hp`` (:func:`load_zoo_config`): ``n_envs`` rows, ``VecNormalize``
+    when ``normalize`` asks for it, the rest as the algorithm's keyword arguments."""
+    from stable_baselines3 import PPO, SAC
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from ..envs.sb3 import Dyn4SB3VecEnv
+
+    run, kw = split_hyperparams(hp)
+    env = Dyn4SB3VecEnv(num_envs=int(run.get("n_envs", 16)), **{**run.get("env_kwargs", {}), **(env_kwargs or {})})
+    norm = normalize_kwargs(run)
+    if norm is not None:
+        env = VecNormalize(env, **norm)
+    env.seed(seed)
+    cls = {"ppo": PPO, "sac": SAC}[algo]
+    return cls(run.get("policy", "MlpPolicy"), env, seed=seed, device="cpu", verbose=verbose, **kw)
+
+
+def model_policy(model):
+    """``policy(obs tensor) -> action tensor``: the model's deterministic action, with its
+    ``VecNormalize`` observation statistics (if any) applied, frozen at call time's values."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    env = model.get_env()
+    norm = env if isinstance(env, VecNormalize) else None
+
+    def policy(obs: torch.Tensor) -> torch.Tensor:
+        o = obs.detach().cpu().numpy()
+        if norm is not None:
+            o = norm.normalize_obs(o)
+        a, _ = model.predict(o, deterministic=True)
+        return torch.as_tensor(a, dtype=obs.dtype)
+
+    return policy
 
 
 def split_hyperparams(hp: dict) -> tuple[dict, dict]:

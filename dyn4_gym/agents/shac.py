@@ -51,16 +51,18 @@ def _why(exc: Exception) -> str:
 class SHACConfig:
     """Hyperparameters (defaults close to the paper's, scaled to this task)."""
 
-    num_envs: int = 64  # parallel cars
+    num_envs: int = 32  # parallel cars (32 x 32 steps a window: chosen on validation courses, README "Training")
     horizon: int = 32  # window length h [env steps]
     gamma: float = 0.99
     lam: float = 0.95  # TD(lambda)
-    actor_lr: float = 1e-3
+    actor_lr: float = 2e-3
     critic_lr: float = 2e-3
     critic_iters: int = 8  # critic passes over each window's data
     critic_minibatches: int = 4
     target_alpha: float = 0.2  # target <- alpha target + (1 - alpha) critic
     grad_norm: float = 1.0  # global-norm clip of the actor's gradient
+    # both learning rates fall linearly to 0 at this many env steps (the paper's schedule); None: constant
+    lr_decay_steps: int | None = None
     hidden: tuple = (64, 64)
     init_log_std: float = -1.0
     critic: bool = True  # False: truncated BPTT ablation
@@ -68,6 +70,8 @@ class SHACConfig:
     seed: int = 0
 
     def validate(self) -> None:
+        if self.lr_decay_steps is not None and not (isinstance(self.lr_decay_steps, int) and self.lr_decay_steps >= 1):
+            raise ValueError(f"SHACConfig.lr_decay_steps must be a positive int or None, got {self.lr_decay_steps!r}")
         for name in ("num_envs", "horizon", "critic_iters", "critic_minibatches"):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
@@ -218,6 +222,7 @@ class SHAC:
             buf_final.append(final.detach())
             obs = nxt
         loss = loss / (n * h)
+        self._set_lr()
         self.actor_opt.zero_grad()
         loss.backward()
         gnorm = torch.nn.utils.clip_grad_norm_(self.actor.parameters(), c.grad_norm)
@@ -231,6 +236,14 @@ class SHAC:
         self.norm.update(torch.stack(buf_obs))
         return dict(actor_loss=float(loss.detach()), grad_norm=float(gnorm), grad_finite=finite, critic_loss=critic_loss,
                     env_steps=self.env_steps)
+
+    def _set_lr(self) -> None:
+        """The learning rates at this many env steps (``lr_decay_steps``: linear to 0)."""
+        c = self.config
+        frac = 1.0 if c.lr_decay_steps is None else max(1.0 - self.env_steps / c.lr_decay_steps, 0.0)
+        for opt, lr in ((self.actor_opt, c.actor_lr), (self.critic_opt, c.critic_lr)):
+            for group in opt.param_groups:
+                group["lr"] = lr * frac
 
     @torch.no_grad()
     def _targets(self, obs, rew, term, trunc, final, last_obs):
