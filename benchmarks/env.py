@@ -114,8 +114,10 @@ def bench_kernel(B):
                                           books=True), B)
 
 
-def bench_diff(n=256, window=32):
-    env = Dyn4DiffEnv(num_envs=n)
+def bench_diff(n=256, window=32, compile=False):
+    """Env steps per second through ``Dyn4DiffEnv``, forward and backward over a window; compiled:
+    the first windows (compiling, or loading Inductor's disk cache) are not timed."""
+    env = Dyn4DiffEnv(num_envs=n, compile=compile)
     obs = env.reset(seed=0)
     policy = torch.nn.Sequential(torch.nn.Linear(obs.shape[1], 64), torch.nn.Tanh(), torch.nn.Linear(64, 2),
                                  torch.nn.Tanh())
@@ -128,10 +130,15 @@ def bench_diff(n=256, window=32):
             total = total + r.sum()
         total.backward()
 
-    window_step()
     t0 = time.perf_counter()
     window_step()
-    return n * window / (time.perf_counter() - t0)
+    first = time.perf_counter() - t0
+    window_step()
+    t0, k = time.perf_counter(), 0
+    while k < 2 or time.perf_counter() - t0 < SECONDS:
+        window_step()
+        k += 1
+    return k * n * window / (time.perf_counter() - t0), first
 
 
 _FIRST = """
@@ -192,10 +199,19 @@ def main():
     ap.add_argument("--driver", action="store_true", help="add the driver variant (Dyn4HumveeDriver-v1) rows")
     ap.add_argument("--ppo", action="store_true", help="SB3 PPO on make_vec_env(n_envs=8), both engines")
     ap.add_argument("--first-call", action="store_true", help="time a new process's first step, cold and warm cache")
+    ap.add_argument("--diff-only", action="store_true",
+                    help="only the differentiable env's rows (eager and compiled, forward + backward)")
     args = ap.parse_args()
     SECONDS = args.seconds
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; torch {torch.__version__} "
           f"({torch.get_num_threads()} threads); env steps per second, random actions")
+    if args.diff_only:
+        for comp in (False, True):
+            r, first = bench_diff(compile=comp)
+            print(f"{'torch ' + ('compiled' if comp else 'eager') + ': differentiable env, 256 rows, fwd+bwd':48s} "
+                  f"{r:12,.0f} (first window {first:5.1f} s)", flush=True)
+        print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+        return
     pend, _ = bench_single("Pendulum-v1")
     rows = [("Pendulum-v1, gym.make (yardstick)", pend, None, "")]
 
@@ -240,7 +256,10 @@ def main():
             r, first = bench_vector(max(args.rows), engine="torch", compile=True)
             add(f"torch compiled: make_vec, {max(args.rows)} rows", r, first)
         add("torch eager: SB3 adapter, 16 rows", bench_sb3(16, engine="torch"))
-        add("torch: differentiable env, 256 rows, fwd+bwd", bench_diff())
+        r, _ = bench_diff()
+        add("torch eager: differentiable env, 256 rows, fwd+bwd", r)
+        r, first = bench_diff(compile=True)
+        add("torch compiled: differentiable env, 256 rows, fwd+bwd", r, first)
     if args.ppo:
         nb = bench_ppo("numba")
         add("PPO learn, make_vec_env(n_envs=8), numba engine", nb)

@@ -70,6 +70,12 @@ def main(argv=None) -> dict:
     print(f"\n{'after ' + str(agent.env_steps) + ' env steps':34s}{'trained':>12s}{'classical':>12s}")
     for k in mine.row():
         print(f"{k:34s}{mine.row()[k]:12.3f}{ref.row()[k]:12.3f}")
+    target = agent.env.config.target_speed
+    verdict = "beats" if mine.mean_return > ref.mean_return else "does not beat"
+    print(f"\nthe trained policy finished {round(mine.finished * len(seeds))} of {len(seeds)} held-out courses at "
+          f"{mine.mean_speed:.2f} m/s (target {target:g}) and {verdict} the classical controller: return "
+          f"{mine.mean_return:.1f} against {ref.mean_return:.1f} ({mine.mean_return / ref.mean_return - 1:+.1%}), "
+          f"{mine.energy_per_km:.0f} against {ref.energy_per_km:.0f} kJ/km")
 
     fig, ax = plt.subplots(1, 3, figsize=(16, 4.5))
     ax[0].plot([h["env_steps"] for h in history], [h["episode_return"] for h in history])

@@ -234,8 +234,9 @@ class SHAC:
         self.iterations += 1
         critic_loss = self._fit_critic(buf_obs, buf_rew, buf_term, buf_trunc, buf_final, obs.detach()) if c.critic else 0.0
         self.norm.update(torch.stack(buf_obs))
-        return dict(actor_loss=float(loss.detach()), grad_norm=float(gnorm), grad_finite=finite, critic_loss=critic_loss,
-                    env_steps=self.env_steps)
+        # the window's gradient before clipping: its norm, and whether the clip bound it (diagnostics)
+        return dict(actor_loss=float(loss.detach()), grad_norm=float(gnorm), grad_clipped=bool(gnorm > c.grad_norm),
+                    grad_finite=finite, critic_loss=critic_loss, env_steps=self.env_steps)
 
     def _set_lr(self) -> None:
         """The learning rates at this many env steps (``lr_decay_steps``: linear to 0)."""
