@@ -1,10 +1,10 @@
 """Train a policy by backpropagating through the plant (SHAC), with logs, checkpoints and a
 final evaluation against the classical controller.
 
-    python agents/train_diff.py --seconds 180 --out runs/diff
+    python agents/train_diff.py --env-steps 200000 --compile --out runs/diff   # the main job's run
     python agents/train_diff.py --no-critic ...      # the truncated-BPTT ablation
     python agents/train_diff.py --help               # every SHACConfig field is a flag
-    python agents/train_diff.py --resume runs/diff/model.pt --seconds 60
+    python agents/train_diff.py --resume runs/diff/model.pt --env-steps 400000   # continue to 400k
 """
 
 import argparse
@@ -18,8 +18,10 @@ from dyn4_gym.agents.evaluation import evaluate
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=180.0, help="wall-clock training budget")
-    ap.add_argument("--iterations", type=int, default=None, help="or a number of iterations")
+    ap.add_argument("--env-steps", type=int, default=200_000,
+                    help="train until this many env steps in all (the same result on every machine)")
+    ap.add_argument("--seconds", type=float, default=None, help="also stop after this wall-clock time")
+    ap.add_argument("--iterations", type=int, default=None, help="also stop after this many iterations")
     ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--resume", default=None, help="a saved model.pt to continue from")
     ap.add_argument("--eval-seeds", type=int, default=8)
@@ -49,7 +51,7 @@ def main(argv=None):
     remaining_s, remaining_it = args.seconds, args.iterations
     while True:
         recs = agent.train(iterations=chunk if remaining_it is None else min(chunk, remaining_it),
-                           seconds=remaining_s, log=lambda line: print(line, flush=True))
+                           seconds=remaining_s, env_steps=args.env_steps, log=lambda line: print(line, flush=True))
         history.extend(recs)
         if writer is not None:
             for rec in recs:
@@ -63,7 +65,8 @@ def main(argv=None):
             remaining_s -= recs[-1]["time"]
         if remaining_it is not None:
             remaining_it -= len(recs)
-        if (remaining_s is not None and remaining_s <= 0) or (remaining_it is not None and remaining_it <= 0):
+        if ((remaining_s is not None and remaining_s <= 0) or (remaining_it is not None and remaining_it <= 0)
+                or agent.env_steps >= args.env_steps):
             break
 
     with open(os.path.join(args.out, "history.json"), "w") as fh:

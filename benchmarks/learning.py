@@ -145,6 +145,20 @@ def _fmt_s(s: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
+def _eta(runs, finished, current, current_steps, rates) -> float:
+    """Seconds left: each run's remaining env steps at its method's rate in this process (a
+    method not yet run here counts at the slowest rate seen)."""
+    slowest = min((n / t for n, t in rates.values() if t > 0), default=1.0)
+    left = 0.0
+    for j, (task, method, seed, w, budget) in enumerate(runs):
+        if (task, method, seed, w) in finished or j < current:
+            continue
+        n, t = rates.get(method, (0, 0.0))
+        rate = n / t if t > 0 and n > 0 else slowest
+        left += (budget - (current_steps if j == current else 0)) / max(rate, 1e-9)
+    return left
+
+
 def train_all(args, path: str, eval_seeds) -> None:
     rows = read_rows(path)
     runs = plan(args)
@@ -158,7 +172,7 @@ def train_all(args, path: str, eval_seeds) -> None:
     write_rows(path, rows)
     total = sum(b for *k, b in runs)
     spent = sum(b for *k, b in runs if tuple(k) in finished)
-    t_start, steps_here = time.perf_counter(), 0
+    rates: dict[str, list] = {}  # method -> [env steps, seconds] in this process, evaluations included
     print(f"{len(runs)} runs, {len(finished)} already done ({path}); {total:,} env steps in all", flush=True)
     for i, (task, method, seed, w, budget) in enumerate(runs):
         if (task, method, seed, w) in finished:
@@ -169,17 +183,16 @@ def train_all(args, path: str, eval_seeds) -> None:
         points = [int(budget * k / args.evals) for k in range(1, args.evals + 1)]
         rows.append(_eval_row(task, method, seed, w, 0, 0.0, run.policy(), float("nan"), eval_seeds))
         for target in points:
-            before = run.env_steps
-            t0 = time.perf_counter()
+            before, t0 = run.env_steps, time.perf_counter()
             run.train_to(target)
             wall += time.perf_counter() - t0
-            steps_here += run.env_steps - before
             r = _eval_row(task, method, seed, w, run.env_steps, wall, run.policy(), run.grad_norm, eval_seeds)
             rows.append(r)
             write_rows(path, rows)
+            acc = rates.setdefault(method, [0, 0.0])
+            acc[0], acc[1] = acc[0] + run.env_steps - before, acc[1] + time.perf_counter() - t0
             frac = min((spent + min(run.env_steps, budget)) / total, 1.0)
-            rate = steps_here / max(time.perf_counter() - t_start, 1e-9)  # this process's env steps/s, evals in
-            eta = (total - spent - min(run.env_steps, budget)) / max(rate, 1e-9)
+            eta = _eta(runs, finished, i, run.env_steps, rates)
             bar = "#" * int(30 * frac) + "." * (30 - int(30 * frac))
             print(f"[{bar}] {frac:4.0%} run {i + 1}/{len(runs)} {task:7s} {method:4s} seed {seed} w {w:g}  "
                   f"{run.env_steps:>9,}/{budget:,}  return {r['eval_return']:7.1f}  finished {r['finished']:.2f}  "

@@ -2,20 +2,9 @@
 the report and plots from the CSV, and a rerun resumes (finished runs are kept, not redone)."""
 
 import csv
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _learning():
-    spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "benchmarks" / "learning.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _rows(path):
@@ -24,8 +13,8 @@ def _rows(path):
 
 
 @pytest.mark.slow
-def test_learning_benchmark_runs_resumes_and_reports(tmp_path, capsys):
-    lb = _learning()
+def test_learning_benchmark_runs_resumes_and_reports(tmp_path, capsys, load_script):
+    lb = load_script("benchmarks/learning.py")
     out = tmp_path / "lb"
     args = ["--scale", "0.002", "--seeds", "1", "--tasks", "flat", "default", "--methods", "shac", "ppo",
             "--evals", "2", "--eval-seeds", "2", "--pareto-seeds", "1", "--no-compile", "--out", str(out), "--docs", ""]

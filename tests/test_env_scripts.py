@@ -1,29 +1,22 @@
 """The top-level envs/ scripts run headless: record (GIF and MP4), preview, play (a key script)."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def _script(name):
-    spec = importlib.util.spec_from_file_location(f"envs_{name}", ROOT / "envs" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+@pytest.fixture
+def _script(load_script):
+    return lambda name: load_script(f"envs/{name}.py")
 
 
 @pytest.mark.parametrize("name", ["record", "preview", "play"])
-def test_each_script_has_help(name, capsys):
+def test_each_script_has_help(name, capsys, _script):
     with pytest.raises(SystemExit) as e:
         _script(name).main(["--help"])
     assert e.value.code == 0 and "usage" in capsys.readouterr().out
 
 
-def test_record_writes_a_gif_and_an_mp4(tmp_path):
+def test_record_writes_a_gif_and_an_mp4(tmp_path, _script):
     from PIL import Image
 
     rec = _script("record")
@@ -41,7 +34,7 @@ def test_record_writes_a_gif_and_an_mp4(tmp_path):
     assert mp4.stat().st_size > 1000 and mp4.read_bytes()[4:8] == b"ftyp"
 
 
-def test_record_refuses_bad_inputs(tmp_path, capsys):
+def test_record_refuses_bad_inputs(tmp_path, capsys, _script):
     rec = _script("record")
     with pytest.raises(SystemExit):
         rec.main(["--out", str(tmp_path / "x.avi")])
@@ -51,7 +44,7 @@ def test_record_refuses_bad_inputs(tmp_path, capsys):
     assert "error" in capsys.readouterr().err
 
 
-def test_preview_draws_the_course_and_reports_it(tmp_path):
+def test_preview_draws_the_course_and_reports_it(tmp_path, _script):
     pv = _script("preview")
     out = tmp_path / "p.png"
     figs = pv.preview({"ground": {"n_patches": 6}}, 3, str(out), n=60)
@@ -62,7 +55,7 @@ def test_preview_draws_the_course_and_reports_it(tmp_path):
     assert pv.main(["--env-kwargs", '{"course": {"half_width": -1}}']) == 2
 
 
-def test_play_drives_from_a_key_script(tmp_path):
+def test_play_drives_from_a_key_script(tmp_path, _script):
     pl = _script("play")
     d = pl.Driver()
     d.held = {"a", "w"}

@@ -1,27 +1,17 @@
 """A 2-trial Ray Tune sweep on a local Ray (agents/tune.py): results, the CSV, resuming."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("ray.tune")
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _tune():
-    spec = importlib.util.spec_from_file_location("agents_tune", ROOT / "agents" / "tune.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.mark.slow
-def test_a_two_trial_sweep_on_local_ray_reports_and_resumes(tmp_path):
+def test_a_two_trial_sweep_on_local_ray_reports_and_resumes(tmp_path, load_script):
     import ray
 
-    tune = _tune()
+    tune = load_script("agents/tune.py")
     kw = dict(trainer="shac", space={"actor_lr": [0.001], "num_envs": [8], "horizon": [8]}, seeds=2,
               env_kwargs={"course": {"length": 80.0}, "episode_steps": 40}, chunks=2, chunk=3, eval_seeds=2,
               out=str(tmp_path), name="t")
@@ -42,23 +32,21 @@ def test_a_two_trial_sweep_on_local_ray_reports_and_resumes(tmp_path):
         ray.shutdown()
 
 
-def test_bad_spaces_are_refused():
-    tune = _tune()
+def test_bad_spaces_are_refused(load_script):
+    tune = load_script("agents/tune.py")
     with pytest.raises(ValueError, match="--space"):
         tune.build_space("shac", {"actor_lr": 0.001}, 1, {}, 1, 1, 1)
     assert tune.main(["--trainer", "shac", "--space", "[1, 2]"]) == 2
 
 
 @pytest.mark.slow
-def test_rllib_ppo_trains_on_the_env_with_two_env_runners():
+def test_rllib_ppo_trains_on_the_env_with_two_env_runners(load_script):
     """Runs where ray[rllib] is installed (it pins gymnasium==1.2.2, so not in CI's environment;
     passed here in a separate venv with Ray 2.60.0 and Gymnasium 1.2.2)."""
     pytest.importorskip("ray.rllib")
     import ray
 
-    spec = importlib.util.spec_from_file_location("agents_rllib", ROOT / "agents" / "train_rllib.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("agents/train_rllib.py")
     ray.init(include_dashboard=False, log_to_driver=False)
     try:
         algo = mod.build({"course": {"length": 80.0}, "episode_steps": 60}, env_runners=2, envs_per_runner=2, batch=512)

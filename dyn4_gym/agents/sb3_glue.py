@@ -71,7 +71,11 @@ def model_policy(model):
     from stable_baselines3.common.vec_env import VecNormalize
 
     env = model.get_env()
-    norm = env if isinstance(env, VecNormalize) else None
+    return _predictor(model, env if isinstance(env, VecNormalize) else None)
+
+
+def _predictor(model, norm):
+    """The deterministic policy on torch observations, through ``norm.normalize_obs`` if given."""
 
     def policy(obs: torch.Tensor) -> torch.Tensor:
         o = obs.detach().cpu().numpy()
@@ -156,11 +160,4 @@ def sb3_policy(model_path: str):
     except Exception as exc:
         raise CheckpointError(f"{model_path} is not a usable SB3 model from train_sb3.py ({_why(exc)})") from None
 
-    def policy(obs: torch.Tensor) -> torch.Tensor:
-        o = obs.detach().cpu().numpy()
-        if norm is not None:
-            o = norm.normalize_obs(o)
-        a, _ = model.predict(o, deterministic=True)
-        return torch.as_tensor(a, dtype=obs.dtype)
-
-    return policy, meta.get("env_kwargs", {})
+    return _predictor(model, norm), meta.get("env_kwargs", {})
