@@ -13,18 +13,30 @@ evaluation is a row of ``<out>/curves.csv``, written as it comes; ``wall_s`` is 
 only (evaluations excluded; SHAC's includes its compile, seconds once Inductor's disk cache is
 warm). A rerun with the same ``--out`` skips the finished runs and restarts an unfinished one,
 so an interrupted benchmark resumes where it stopped. The report (printed, ``summary.json``,
-``learning.png``, ``pareto.png``; also copied to ``--docs``) is made from the CSV alone.
+``learning.png``, ``pareto.png``; also copied to ``--docs``) is made from the CSV alone, from the
+runs that reached their budget.
+
+On a machine with cores to spare, ``--shard K/N`` in N processes (K = 0..N-1, the same ``--out``,
+``OMP_NUM_THREADS`` set to their share of the cores) trains the plan in N disjoint parts into one
+CSV. The README's figures come from one process: on the 2-core machine two shards of one thread
+each ran every run about 4x slower than one process alone, so sharding lost there.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
 import shutil
 import sys
 import time
+
+try:
+    import fcntl
+except ImportError:  # Windows: run one process per --out
+    fcntl = None
 
 import numpy as np
 import torch
@@ -112,24 +124,46 @@ def write_rows(path: str, rows: list[dict]) -> None:
     os.replace(tmp, path)
 
 
+@contextlib.contextmanager
+def _locked(path: str):
+    """An exclusive lock on ``path`` for the length of the block, so shards of one benchmark
+    (``--shard``) can share its CSV (no lock where ``fcntl`` is missing: one process only)."""
+    with open(path + ".lock", "w") as fh:
+        if fcntl is not None:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def save_run(path: str, key: tuple, run_rows: list[dict]) -> None:
+    """Replace the rows of run ``key`` in the CSV with ``run_rows``, keeping every other run's
+    (another shard may have written since this process last read the file)."""
+    with _locked(path):
+        write_rows(path, [r for r in read_rows(path) if run_key(r) != key] + run_rows)
+
+
 def run_key(r) -> tuple:
     return (r["task"], r["method"], int(r["seed"]), float(r["energy_weight"]))
 
 
 def plan(args) -> list[tuple]:
-    """Every run, as ``(task, method, seed, energy_weight, budget)``, in the order they run."""
-    runs, w0 = [], DEFAULT_WEIGHTS["energy"]
-    for task in args.tasks:
-        for seed in range(args.seeds):
-            for method in args.methods:
-                runs.append((task, method, seed, w0, int(BUDGETS[method] * args.scale)))
+    """Every run, as ``(task, method, seed, energy_weight, budget)``, in the order they run: SHAC
+    and PPO on every task, then the energy-weight sweep, then SAC (the slowest per env step), so
+    an interrupted benchmark has the main comparison first."""
+    w0 = DEFAULT_WEIGHTS["energy"]
+
+    def block(methods, tasks, seeds, w):
+        return [(task, m, seed, w, int(BUDGETS[m] * args.scale)) for task in tasks for seed in range(seeds)
+                for m in methods]
+
+    runs = block([m for m in args.methods if m in PARETO_METHODS], args.tasks, args.seeds, w0)
     if args.pareto:
         for w in PARETO_WEIGHTS:
-            for seed in range(args.pareto_seeds):
-                for method in PARETO_METHODS:
-                    if method in args.methods:
-                        runs.append(("default", method, seed, w, int(BUDGETS[method] * args.scale)))
-    return runs
+            runs += block([m for m in PARETO_METHODS if m in args.methods], ["default"], args.pareto_seeds, w)
+    return runs + block([m for m in args.methods if m not in PARETO_METHODS], args.tasks, args.seeds, w0)
 
 
 def _eval_row(task, method, seed, weight, steps, wall, policy, gn, eval_seeds) -> dict:
@@ -160,35 +194,36 @@ def _eta(runs, finished, current, current_steps, rates) -> float:
 
 
 def train_all(args, path: str, eval_seeds) -> None:
+    k, n = args.shard
+    runs = plan(args)[k::n]  # this process's share of the plan (all of it when n == 1)
     rows = read_rows(path)
-    runs = plan(args)
     finished = set()
     for task, method, seed, w, budget in runs:
         mine = [r for r in rows if run_key(r) == (task, method, seed, w)]
         if mine and max(r["env_steps"] for r in mine) >= budget:
             finished.add((task, method, seed, w))
-    # an unfinished run restarts from scratch: drop its rows
-    rows = [r for r in rows if run_key(r) in finished or run_key(r) not in {k[:4] for k in runs}]
-    write_rows(path, rows)
-    total = sum(b for *k, b in runs)
-    spent = sum(b for *k, b in runs if tuple(k) in finished)
+    total = sum(b for *_, b in runs)
+    spent = sum(b for *key, b in runs if tuple(key) in finished)
     rates: dict[str, list] = {}  # method -> [env steps, seconds] in this process, evaluations included
-    print(f"{len(runs)} runs, {len(finished)} already done ({path}); {total:,} env steps in all", flush=True)
+    share = f" (shard {k}/{n})" if n > 1 else ""
+    print(f"{len(runs)} runs{share}, {len(finished)} already done ({path}); {total:,} env steps in all", flush=True)
     for i, (task, method, seed, w, budget) in enumerate(runs):
-        if (task, method, seed, w) in finished:
+        key = (task, method, seed, w)
+        if key in finished:
             continue
         torch.manual_seed(seed)
         run = make_run(method, task, seed, w, args.compile)
         wall = 0.0
-        points = [int(budget * k / args.evals) for k in range(1, args.evals + 1)]
-        rows.append(_eval_row(task, method, seed, w, 0, 0.0, run.policy(), float("nan"), eval_seeds))
+        points = [int(budget * j / args.evals) for j in range(1, args.evals + 1)]
+        mine = [_eval_row(task, method, seed, w, 0, 0.0, run.policy(), float("nan"), eval_seeds)]
+        save_run(path, key, mine)  # an unfinished run restarts from scratch: its old rows go
         for target in points:
             before, t0 = run.env_steps, time.perf_counter()
             run.train_to(target)
             wall += time.perf_counter() - t0
             r = _eval_row(task, method, seed, w, run.env_steps, wall, run.policy(), run.grad_norm, eval_seeds)
-            rows.append(r)
-            write_rows(path, rows)
+            mine.append(r)
+            save_run(path, key, mine)
             acc = rates.setdefault(method, [0, 0.0])
             acc[0], acc[1] = acc[0] + run.env_steps - before, acc[1] + time.perf_counter() - t0
             frac = min((spent + min(run.env_steps, budget)) / total, 1.0)
@@ -253,10 +288,22 @@ def _median_reach(per: dict):
         None, None, sum(v is not None for v in per.values()), len(per))
 
 
+def complete_rows(rows: list[dict], scale: float) -> tuple[list[dict], int]:
+    """The rows of runs that reached their budget (``BUDGETS`` x ``scale``), and how many runs
+    are still unfinished (an interrupted or running benchmark)."""
+    last = {}
+    for r in rows:
+        last[run_key(r)] = max(last.get(run_key(r), 0), r["env_steps"])
+    done = {k for k, n in last.items() if n >= int(BUDGETS[k[1]] * scale)}
+    return [r for r in rows if run_key(r) in done], len(last) - len(done)
+
+
 def report(args, path: str, eval_seeds) -> dict:
-    rows = read_rows(path)
+    rows, unfinished = complete_rows(read_rows(path), args.scale)
+    if unfinished:
+        print(f"\n({unfinished} unfinished runs left out of the report)")
     if not rows:
-        print(f"no rows in {path} yet")
+        print(f"no finished runs in {path} yet")
         return {}
     w0 = DEFAULT_WEIGHTS["energy"]
     methods = [m for m in ("shac", "ppo", "sac") if any(r["method"] == m for r in rows)]
@@ -292,21 +339,31 @@ def report(args, path: str, eval_seeds) -> dict:
                   f"{d['speed']:6.2f} {d['mj_per_km']:6.2f} {d['env_steps']:10,d} {d['wall_s']:8.0f} {slope:+8.1%}")
         print(f"{'classical':10s} {'':5s} {pp.mean_return:8.1f} {'':8s} {'':8s} {pp.finished:9.2f} {pp.mean_speed:6.2f} "
               f"{pp.energy_per_km / 1e3:6.2f}")
-        if "ppo" in s["methods"]:
-            level = s["methods"]["ppo"]["median"]
-            s["reach_level"] = level
-            print(f"\n   env steps and training seconds to reach PPO's final median return ({level:.1f}), median over seeds")
+        if s["methods"]:
+            m = max(s["methods"], key=lambda k: s["methods"][k]["best"])
+            best = s["methods"][m]["best"]
+            s["best"] = dict(method=m, eval_return=best, beats_classical=best > pp.mean_return)
+            print(f"best learned policy: {m}, {best:.1f} ({'above' if best > pp.mean_return else 'below'} "
+                  f"pure pursuit's {pp.mean_return:.1f})")
+        # how fast each learner gets to a level: PPO's final return (the issue's yardstick) and,
+        # since a learner may never reach that, 90 % of pure pursuit's return
+        levels = [("reach", "PPO's final median return", s["methods"]["ppo"]["median"])] if "ppo" in s["methods"] else []
+        levels.append(("reach_90pp", "90 % of pure pursuit's return", 0.9 * pp.mean_return))
+        for key, name, level in levels:
+            s[key + "_level"] = level
+            print(f"\n   env steps and training seconds to reach {name} ({level:.1f}), median over seeds")
             for m in methods:
                 got = _median_reach(_reach(rows, task, m, w0, level))
                 if got is None:
                     continue
-                s["methods"][m]["reach"] = dict(env_steps=got[0], wall_s=got[1], seeds_reached=got[2], seeds=got[3])
+                s["methods"][m][key] = dict(env_steps=got[0], wall_s=got[1], seeds_reached=got[2], seeds=got[3])
                 txt = (f"{got[0]:12,.0f} steps {got[1]:8.0f} s" if got[0] is not None else f"{'not reached':>30s}")
                 print(f"   {m:8s} {txt}   ({got[2]} of {got[3]} seeds reached it)")
-            if "shac" in s["methods"] and s["methods"]["shac"]["reach"]["env_steps"] and \
-                    s["methods"]["ppo"]["reach"]["env_steps"]:
-                a, b = s["methods"]["shac"]["reach"], s["methods"]["ppo"]["reach"]
-                s["shac_vs_ppo"] = dict(steps_ratio=b["env_steps"] / a["env_steps"], wall_ratio=b["wall_s"] / a["wall_s"])
+            got = {m: s["methods"].get(m, {}).get(key, {}) for m in ("shac", "ppo")}
+            if got["shac"].get("env_steps") and got["ppo"].get("env_steps"):
+                a, b = got["shac"], got["ppo"]
+                s["shac_vs_ppo" + key[5:]] = dict(steps_ratio=b["env_steps"] / a["env_steps"],
+                                                  wall_ratio=b["wall_s"] / a["wall_s"])
                 print(f"   SHAC needs {b['env_steps'] / a['env_steps']:.1f}x fewer env steps and "
                       f"{b['wall_s'] / a['wall_s']:.2f}x less training time than PPO to get there")
     # the energy-weight sweep: the learned policies' (time/km, MJ/km) against pure pursuit's speed sweep
@@ -329,7 +386,7 @@ def report(args, path: str, eval_seeds) -> dict:
         print("\n== energy per km against time per km, default task, held-out courses (learned: mean over seeds)")
         print(f"{'policy':22s} {'s/km':>7s} {'MJ/km':>7s} {'finished':>9s}")
         for k, e in pp_pts:
-            print(f"{'pure pursuit x' + format(k, '.1f'):22s} {e.time_per_km:7.1f} {e.energy_per_km / 1e3:7.3f} {e.finished:9.2f}")
+            print(f"{'pure pursuit x' + format(k, 'g'):22s} {e.time_per_km:7.1f} {e.energy_per_km / 1e3:7.3f} {e.finished:9.2f}")
         for (m, w), v in sorted(pts.items()):
             print(f"{m + ' energy weight ' + format(w, 'g'):22s} {v['time_per_km']:7.1f} {v['mj_per_km']:7.3f} "
                   f"{v['finished']:9.2f}")
@@ -339,19 +396,20 @@ def report(args, path: str, eval_seeds) -> dict:
             saving = 1.0 - v["mj_per_km"] / (ref.energy_per_km / 1e3)
             summary["pareto"]["best_within_5pct_time"] = dict(policy=f"{m}@{w:g}", saving=saving, **v)
             print(f"best learned policy within 5 % of pure pursuit's time per km (and >= 7 of 8 finished): {m} at "
-                  f"energy weight {w:g}, {v['mj_per_km']:.3f} MJ/km, {saving:+.1%} less energy than pure pursuit")
+                  f"energy weight {w:g}, {v['mj_per_km']:.3f} MJ/km, {saving:.1%} less energy than pure pursuit at "
+                  f"{v['time_per_km'] / ref.time_per_km - 1:+.1%} time per km")
         else:
             print("no learned policy finished 7 of 8 courses within 5 % of pure pursuit's time per km")
     with open(os.path.join(args.out, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1)
-    _plots(args, rows, summary, tasks, methods, w0)
+    _plots(args, rows, summary, tasks, methods, w0, eval_seeds)
     return summary
 
 
 COLORS = {"shac": "tab:green", "ppo": "tab:blue", "sac": "tab:orange"}
 
 
-def _plots(args, rows, summary, tasks, methods, w0) -> None:
+def _plots(args, rows, summary, tasks, methods, w0, eval_seeds) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -365,14 +423,17 @@ def _plots(args, rows, summary, tasks, methods, w0) -> None:
             for s in seeds:
                 rs = sorted((r for r in rows if (r["task"], r["method"], r["seed"], r["energy_weight"]) ==
                              (task, m, s, w0)), key=lambda r: r["env_steps"])
-                kw = dict(color=COLORS[m], alpha=0.7, lw=1.2, label=f"{m} ({len(seeds)} seeds)" if s == seeds[0] else None)
-                axes[ti, 0].plot([max(r["env_steps"], 1) for r in rs], [r["eval_return"] for r in rs], **kw)
+                kw = dict(color=COLORS[m], alpha=0.7, lw=1.2, marker=".", ms=3,
+                          label=f"{m} ({len(seeds)} seeds)" if s == seeds[0] else None)
+                trained = [r for r in rs if r["env_steps"] > 0]  # the log axis starts at the first evaluation
+                axes[ti, 0].plot([r["env_steps"] for r in trained], [r["eval_return"] for r in trained], **kw)
                 axes[ti, 1].plot([r["wall_s"] for r in rs], [r["eval_return"] for r in rs], **kw)
-        for a, xl in zip(axes[ti], ("environment steps", "training wall-clock [s], 2 CPU cores")):
+        for a, xl in zip(axes[ti], ("environment steps (log)", "training wall-clock [s], 2 CPU cores")):
             a.axhline(pp, color="k", ls="--", label="pure pursuit")
-            a.set(xlabel=xl, ylabel="return on 8 held-out courses", title=TASKS[task][0])
-            a.set_xscale("symlog" if xl.startswith("env") else "linear", linthresh=1e3) if xl.startswith("env") else None
+            a.set(xlabel=xl, ylabel=f"return on {len(eval_seeds)} held-out courses", title=TASKS[task][0])
+            a.set_ylim(max(a.get_ylim()[0], -50), None)
             a.legend(fontsize=8, loc="lower right")
+        axes[ti, 0].set_xscale("log")
     fig.tight_layout()
     fig.savefig(os.path.join(args.out, "learning.png"), dpi=100)
     plt.close(fig)
@@ -387,7 +448,11 @@ def _plots(args, rows, summary, tasks, methods, w0) -> None:
                 ax.errorbar([v["time_per_km"] for _, v in pts], [v["mj_per_km"] for _, v in pts],
                             yerr=[v["mj_std"] for _, v in pts], fmt="-o", color=COLORS[m], label=f"{m}, energy weight")
                 for w, v in pts:
-                    ax.annotate(f"{w:g}", (v["time_per_km"], v["mj_per_km"]), fontsize=8, xytext=(4, 4),
+                    late = v["finished"] < 0.875  # most courses unfinished at the time limit: not a usable driver
+                    if late:
+                        ax.plot(v["time_per_km"], v["mj_per_km"], "o", ms=11, mfc="none", color="r")
+                    ax.annotate(f"{w:g}" + (f" ({v['finished'] * 8:.0f} of 8 finished)" if late else ""),
+                                (v["time_per_km"], v["mj_per_km"]), fontsize=8, xytext=(4, 4),
                                 textcoords="offset points")
         ax.set(xlabel="time per km [s]", ylabel="positive drive work per km [MJ]",
                title="Dyn4Humvee-v1, held-out courses: energy against time")
@@ -415,15 +480,24 @@ def main(argv=None) -> int:
     ap.add_argument("--eval-seeds", type=int, default=8, help="held-out courses per evaluation")
     ap.add_argument("--pareto", action=argparse.BooleanOptionalAction, default=True,
                     help="also the energy-weight sweep (PARETO_WEIGHTS) on the default task")
-    ap.add_argument("--pareto-seeds", type=int, default=3)
+    ap.add_argument("--pareto-seeds", type=int, default=2)
+    ap.add_argument("--shard", default="0/1", metavar="K/N",
+                    help="train only every N-th run of the plan, from the K-th: N processes with K = 0..N-1 "
+                         "share one --out (set OMP_NUM_THREADS so they do not fight over the cores)")
     ap.add_argument("--out", default="runs/learning")
     ap.add_argument("--docs", default="docs", help="copy the plots, CSV and summary here ('' for no copy)")
     ap.add_argument("--report-only", action="store_true", help="no training: the report from the CSV so far")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
                     help="SHAC: torch.compile the env step with its backward")
     args = ap.parse_args(argv)
-    if args.seeds < 1 or args.evals < 1 or args.scale <= 0:
-        print("error: --seeds and --evals must be >= 1 and --scale > 0", file=sys.stderr)
+    try:
+        args.shard = tuple(int(x) for x in args.shard.split("/"))
+        ok = len(args.shard) == 2 and 0 <= args.shard[0] < args.shard[1]
+    except ValueError:
+        ok = False
+    if args.seeds < 1 or args.evals < 1 or args.scale <= 0 or not ok:
+        print("error: --seeds and --evals must be >= 1, --scale > 0 and --shard K/N with 0 <= K < N",
+              file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "curves.csv")

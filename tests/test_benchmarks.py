@@ -25,7 +25,7 @@ def test_learning_benchmark_runs_resumes_and_reports(tmp_path, capsys, load_scri
     assert len(runs) == 4 + 3 * 2 and len(rows) == 3 * len(runs)  # the untrained policy and 2 evaluations each
     assert all(float(r["wall_s"]) >= 0 and float(r["time_per_km"]) > 0 for r in rows)
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["tasks"]) == {"flat", "default"} and "reach_level" in summary["tasks"]["flat"]
+    assert set(summary["tasks"]) == {"flat", "default"} and "reach_level" in summary["tasks"]["flat"] and "reach_90pp_level" in summary["tasks"]["flat"]
     assert len(summary["pareto"]["classical"]) == len(lb.PP_SPEEDS) and len(summary["pareto"]["learned"]) == 8
     assert (out / "learning.png").exists() and (out / "pareto.png").exists()
     printed = capsys.readouterr().out
@@ -42,3 +42,22 @@ def test_learning_benchmark_runs_resumes_and_reports(tmp_path, capsys, load_scri
     assert "10 runs, 9 already done" in capsys.readouterr().out
     again = _rows(out / "curves.csv")
     assert len(again) == len(rows) and sum(r["task"] == "flat" and r["method"] == "ppo" for r in again) == 3
+
+
+@pytest.mark.slow
+def test_learning_benchmark_shards_share_one_csv(tmp_path, capsys, load_script):
+    """Two shards (``--shard 0/2`` and ``1/2``) train disjoint halves of the plan into one CSV;
+    together they hold every run once, and a whole (unsharded) rerun finds them all done."""
+    lb = load_script("benchmarks/learning.py")
+    out = tmp_path / "lb"
+    args = ["--scale", "0.001", "--seeds", "2", "--tasks", "flat", "--methods", "shac", "ppo", "--evals", "1",
+            "--eval-seeds", "1", "--no-pareto", "--no-compile", "--out", str(out), "--docs", ""]
+    assert lb.main(args + ["--shard", "0/2"]) == 0
+    first = {(r["method"], r["seed"]) for r in _rows(out / "curves.csv")}
+    assert lb.main(args + ["--shard", "1/2"]) == 0
+    rows = _rows(out / "curves.csv")
+    runs = {(r["method"], r["seed"]) for r in rows}
+    assert len(first) == 2 and runs == {(m, s) for m in ("shac", "ppo") for s in ("0", "1")} and len(rows) == 8
+    capsys.readouterr()
+    assert lb.main(args) == 0 and "4 runs, 4 already done" in capsys.readouterr().out
+    assert lb.main(args + ["--shard", "2/2"]) == 2
