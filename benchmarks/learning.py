@@ -364,8 +364,10 @@ def report(args, path: str, eval_seeds) -> dict:
                 a, b = got["shac"], got["ppo"]
                 s["shac_vs_ppo" + key[5:]] = dict(steps_ratio=b["env_steps"] / a["env_steps"],
                                                   wall_ratio=b["wall_s"] / a["wall_s"])
-                print(f"   SHAC needs {b['env_steps'] / a['env_steps']:.1f}x fewer env steps and "
-                      f"{b['wall_s'] / a['wall_s']:.2f}x less training time than PPO to get there")
+                time = (f"{b['wall_s'] / a['wall_s']:.2f}x less training time than PPO" if b["wall_s"] >= a["wall_s"]
+                        else f"{a['wall_s'] / b['wall_s']:.2f}x PPO's training time")
+                print(f"   SHAC needs {b['env_steps'] / a['env_steps']:.1f}x fewer env steps than PPO and {time} "
+                      f"to get there")
     # the energy-weight sweep: the learned policies' (time/km, MJ/km) against pure pursuit's speed sweep
     weights = sorted({r["energy_weight"] for r in rows if r["task"] == "default"})
     if len(weights) > 1:
