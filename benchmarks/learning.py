@@ -130,12 +130,8 @@ def _locked(path: str):
     (``--shard``) can share its CSV (no lock where ``fcntl`` is missing: one process only)."""
     with open(path + ".lock", "w") as fh:
         if fcntl is not None:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+            fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def save_run(path: str, key: tuple, run_rows: list[dict]) -> None:
@@ -147,6 +143,19 @@ def save_run(path: str, key: tuple, run_rows: list[dict]) -> None:
 
 def run_key(r) -> tuple:
     return (r["task"], r["method"], int(r["seed"]), float(r["energy_weight"]))
+
+
+def last_steps(rows: list[dict]) -> dict:
+    """run key -> the env steps of its last evaluation (how far the run got)."""
+    last = {}
+    for r in rows:
+        last[run_key(r)] = max(last.get(run_key(r), 0), r["env_steps"])
+    return last
+
+
+def _curve(rows: list[dict], key: tuple) -> list[dict]:
+    """One run's rows, in order of env steps."""
+    return sorted((r for r in rows if run_key(r) == key), key=lambda r: r["env_steps"])
 
 
 def plan(args) -> list[tuple]:
@@ -196,12 +205,8 @@ def _eta(runs, finished, current, current_steps, rates) -> float:
 def train_all(args, path: str, eval_seeds) -> None:
     k, n = args.shard
     runs = plan(args)[k::n]  # this process's share of the plan (all of it when n == 1)
-    rows = read_rows(path)
-    finished = set()
-    for task, method, seed, w, budget in runs:
-        mine = [r for r in rows if run_key(r) == (task, method, seed, w)]
-        if mine and max(r["env_steps"] for r in mine) >= budget:
-            finished.add((task, method, seed, w))
+    last = last_steps(read_rows(path))
+    finished = {tuple(key) for *key, budget in runs if last.get(tuple(key), -1) >= budget}
     total = sum(b for *_, b in runs)
     spent = sum(b for *key, b in runs if tuple(key) in finished)
     rates: dict[str, list] = {}  # method -> [env steps, seconds] in this process, evaluations included
@@ -291,9 +296,7 @@ def _median_reach(per: dict):
 def complete_rows(rows: list[dict], scale: float) -> tuple[list[dict], int]:
     """The rows of runs that reached their budget (``BUDGETS`` x ``scale``), and how many runs
     are still unfinished (an interrupted or running benchmark)."""
-    last = {}
-    for r in rows:
-        last[run_key(r)] = max(last.get(run_key(r), 0), r["env_steps"])
+    last = last_steps(rows)
     done = {k for k, n in last.items() if n >= int(BUDGETS[k[1]] * scale)}
     return [r for r in rows if run_key(r) in done], len(last) - len(done)
 
@@ -322,8 +325,7 @@ def report(args, path: str, eval_seeds) -> dict:
             ret = np.array([r["eval_return"] for r in fin.values()])
             curve_end = []
             for seed in fin:  # the change over the last quarter of the run, relative to the pure pursuit's return
-                rs = sorted((r for r in rows if (r["task"], r["method"], r["seed"], r["energy_weight"]) ==
-                             (task, m, seed, w0)), key=lambda r: r["env_steps"])
+                rs = _curve(rows, (task, m, seed, w0))
                 q = [r for r in rs if r["env_steps"] >= 0.75 * rs[-1]["env_steps"]]
                 curve_end.append((q[-1]["eval_return"] - q[0]["eval_return"]) / abs(pp.mean_return))
             slope = float(np.median(curve_end))
@@ -423,8 +425,7 @@ def _plots(args, rows, summary, tasks, methods, w0, eval_seeds) -> None:
         for m in methods:
             seeds = sorted({r["seed"] for r in rows if (r["task"], r["method"], r["energy_weight"]) == (task, m, w0)})
             for s in seeds:
-                rs = sorted((r for r in rows if (r["task"], r["method"], r["seed"], r["energy_weight"]) ==
-                             (task, m, s, w0)), key=lambda r: r["env_steps"])
+                rs = _curve(rows, (task, m, s, w0))
                 kw = dict(color=COLORS[m], alpha=0.7, lw=1.2, marker=".", ms=3,
                           label=f"{m} ({len(seeds)} seeds)" if s == seeds[0] else None)
                 trained = [r for r in rs if r["env_steps"] > 0]  # the log axis starts at the first evaluation
