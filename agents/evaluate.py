@@ -5,54 +5,46 @@ and write a plot of the trajectories and the energy lines.
     python agents/evaluate.py --policy runs/diff/model.pt --out runs/eval
 """
 
-import argparse
-import json
-import math
 import os
-import sys
 
-import matplotlib
+from dyn4_gym import cli
+from dyn4_gym.agents.evaluation import EVAL_SEEDS
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 
-from dyn4_gym.agents import CheckpointError
-from dyn4_gym.agents.loading import load_policy
-from dyn4_gym.envs import ConfigError
-from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv=None):
+    ap = cli.Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--policy", default="classical",
                     help="'classical', a differentiable-trainer model (.pt) or an SB3 model (.zip from train_sb3.py)")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
-    ap.add_argument("--seeds", type=_seed_count, default=len(EVAL_SEEDS),
+    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap.add_argument("--seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=len(EVAL_SEEDS),
                     help=f"how many held-out seeds, 1 to {len(EVAL_SEEDS)}")
     ap.add_argument("--out", default="runs/eval")
     args = ap.parse_args(argv)
-    try:
-        env_kwargs = json.loads(args.env_kwargs)
-        if not isinstance(env_kwargs, dict):
-            raise ValueError("not a JSON object")
-    except ValueError as exc:
-        ap.error(f"--env-kwargs must be a JSON object: {exc}")
-    try:
-        policy, name, env_kwargs = load_policy(args.policy, env_kwargs)
-        res = evaluate(policy, env_kwargs, seeds=EVAL_SEEDS[: args.seeds])
-    except (CheckpointError, ConfigError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    if args.policy != "classical":
+        ap.check_file("--policy", args.policy)
+    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
+    ap.check_output("--out", args.out)
+    return args
+
+
+@cli.script
+def main(argv=None):
+    args = parse_args(argv)
+    from dyn4_gym.agents.evaluation import evaluate
+    from dyn4_gym.agents.loading import check_policy_fits, load_policy
+
+    policy, name, env_kwargs = load_policy(args.policy, args.env_kwargs)
+    check_policy_fits(policy, name, env_kwargs)
+    res = evaluate(policy, env_kwargs, seeds=EVAL_SEEDS[: args.seeds])
     _report(args, name, res)
 
 
-def _seed_count(text: str) -> int:
-    n = int(text)
-    if not 1 <= n <= len(EVAL_SEEDS):
-        raise argparse.ArgumentTypeError(f"must be 1 to {len(EVAL_SEEDS)}, got {n}")
-    return n
-
-
 def _report(args, name, res):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     print(f"{name} on {args.seeds} held-out seeds")
     for k, v in res.row().items():
         print(f"  {k:16s} {v:10.3f}")
@@ -69,9 +61,8 @@ def _report(args, name, res):
     fig.tight_layout()
     path = os.path.join(args.out, "evaluation.png")
     fig.savefig(path, dpi=110)
-    with open(os.path.join(args.out, "evaluation.json"), "w") as fh:
-        row = {k: (v if math.isfinite(v) else None) for k, v in res.row().items()}  # strict JSON
-        json.dump(dict(policy=name, **row), fh, indent=1, allow_nan=False)
+    plt.close(fig)
+    cli.write_json(os.path.join(args.out, "evaluation.json"), dict(policy=name, **res.row()), indent=1)
     print(f"wrote {path}")
 
 

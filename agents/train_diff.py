@@ -7,33 +7,41 @@ final evaluation against the classical controller.
     python agents/train_diff.py --resume runs/diff/model.pt --env-steps 400000   # continue to 400k
 """
 
-import argparse
-import json
 import os
 
+from dyn4_gym import cli
 from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig
 from dyn4_gym.agents.cli import add_config_flags, config_from_flags
-from dyn4_gym.agents.evaluation import evaluate
+from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--env-steps", type=int, default=200_000,
+def parse_args(argv=None):
+    ap = cli.Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--env-steps", type=cli.positive_int, default=200_000,
                     help="train until this many env steps in all (the same result on every machine)")
-    ap.add_argument("--seconds", type=float, default=None, help="also stop after this wall-clock time")
-    ap.add_argument("--iterations", type=int, default=None, help="also stop after this many iterations")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap.add_argument("--seconds", type=cli.positive_float, default=None, help="also stop after this wall-clock time")
+    ap.add_argument("--iterations", type=cli.positive_int, default=None, help="also stop after this many iterations")
+    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--resume", default=None, help="a saved model.pt to continue from")
-    ap.add_argument("--eval-seeds", type=int, default=8)
+    ap.add_argument("--eval-seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=8)
     ap.add_argument("--out", default="runs/diff")
     add_config_flags(ap, SHACConfig)
     args = ap.parse_args(argv)
+    args.config = config_from_flags(SHACConfig, args, ap)
+    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
+    ap.check_file("--resume", args.resume)
+    ap.check_output("--out", args.out)
+    return args
 
+
+@cli.script
+def main(argv=None):
+    args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     if args.resume:
         agent = SHAC.load(args.resume)
     else:
-        agent = SHAC(config_from_flags(SHACConfig, args), json.loads(args.env_kwargs))
+        agent = SHAC(args.config, args.env_kwargs)
     with open(os.path.join(args.out, "config.json"), "w") as fh:
         fh.write(agent.config_json())
 
@@ -69,17 +77,16 @@ def main(argv=None):
                 or agent.env_steps >= args.env_steps):
             break
 
-    with open(os.path.join(args.out, "history.json"), "w") as fh:
-        json.dump(history, fh)
-    seeds = tuple(range(10_000, 10_000 + args.eval_seeds))
+    cli.write_json(os.path.join(args.out, "history.json"), history)
+    seeds = EVAL_SEEDS[: args.eval_seeds]
     mine = evaluate(agent.policy, agent.env_kwargs, seeds=seeds)
-    ref = evaluate(PurePursuit(), agent.env_kwargs, seeds=seeds)
+    ref = evaluate(PurePursuit.for_env(agent.env_kwargs), agent.env_kwargs, seeds=seeds)
     print(f"\nheld-out evaluation on {args.eval_seeds} seeds after {agent.env_steps} env steps")
     print(f"{'':18s}{'trained':>12s}{'classical':>12s}")
     for k in mine.row():
         print(f"{k:18s}{mine.row()[k]:12.3f}{ref.row()[k]:12.3f}")
-    with open(os.path.join(args.out, "evaluation.json"), "w") as fh:
-        json.dump(dict(trained=mine.row(), classical=ref.row(), env_steps=agent.env_steps), fh, indent=1)
+    cli.write_json(os.path.join(args.out, "evaluation.json"),
+                   dict(trained=mine.row(), classical=ref.row(), env_steps=agent.env_steps), indent=1)
     print(f"saved {ckpt}")
 
 

@@ -9,7 +9,6 @@ so install it in its own environment: ``pip install torch==2.13.0 && pip install
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -39,21 +38,37 @@ def build(env_kwargs: dict, env_runners: int = 2, envs_per_runner: int = 2, batc
     return config.build_algo()
 
 
-def main(argv=None):
-    import ray
+def parse_args(argv=None):
+    from dyn4_gym import cli
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--iterations", type=int, default=20)
-    ap.add_argument("--env-runners", type=int, default=2)
-    ap.add_argument("--envs-per-runner", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=4000, help="env steps per training iteration")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap = cli.Parser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--iterations", type=cli.int_in(1, 10**6), default=20)
+    ap.add_argument("--env-runners", type=cli.int_in(0, 1024), default=2)
+    ap.add_argument("--envs-per-runner", type=cli.int_in(1, 4096), default=2)
+    ap.add_argument("--batch", type=cli.int_in(1, 10**8), default=4000, help="env steps per training iteration")
+    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start Ray here)")
     ap.add_argument("--out", default="runs/rllib")
     args = ap.parse_args(argv)
+    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
+    ap.check_output("--out", args.out)
+    return args
+
+
+def main(argv=None):
+    from dyn4_gym import cli
+
+    return cli.script(_main)(argv)
+
+
+def _main(argv=None):
+    args = parse_args(argv)
+    import ray
+    from dyn4_gym import cli
+
     ray.init(address=args.address, include_dashboard=False, log_to_driver=False)
     try:
-        algo = build(json.loads(args.env_kwargs), args.env_runners, args.envs_per_runner, args.batch)
+        algo = build(args.env_kwargs, args.env_runners, args.envs_per_runner, args.batch)
         t0, history = time.perf_counter(), []
         for i in range(args.iterations):
             r = algo.train()
@@ -64,8 +79,7 @@ def main(argv=None):
             print(json.dumps(row), flush=True)
         os.makedirs(args.out, exist_ok=True)
         algo.save_to_path(os.path.abspath(os.path.join(args.out, "checkpoint")))
-        with open(os.path.join(args.out, "history.json"), "w") as fh:
-            json.dump(history, fh, indent=1)
+        cli.write_json(os.path.join(args.out, "history.json"), history, indent=1)
         algo.stop()
     finally:
         ray.shutdown()

@@ -7,9 +7,7 @@ the model.
     python agents/evaluate.py --policy runs/ppo/model.zip
 """
 
-import argparse
 import importlib.util
-import json
 import os
 import shutil
 
@@ -17,32 +15,47 @@ from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback, EvalCallback
 from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
+from dyn4_gym import cli
 from dyn4_gym.agents.evaluation import VALIDATION_SEEDS
 from dyn4_gym.agents.sb3_glue import EpisodeTermsCallback, load_zoo_config, normalize_kwargs, split_hyperparams
 from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv=None):
+    ap = cli.Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--algo", choices=("ppo", "sac"), default="ppo")
     ap.add_argument("--config", default=None, help="RL Zoo YAML (default configs/<algo>.yml)")
-    ap.add_argument("--timesteps", type=float, default=None, help="override n_timesteps")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments (merged over the config's)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--eval-freq", type=int, default=10_000, help="env steps between evaluations")
-    ap.add_argument("--eval-episodes", type=int, default=8)
+    ap.add_argument("--timesteps", type=cli.float_in(1.0, 1e12), default=None, help="override n_timesteps")
+    ap.add_argument("--env-kwargs", type=cli.json_object, default={},
+                    help="JSON of Dyn4Humvee-v1 keyword arguments (merged over the config's)")
+    ap.add_argument("--seed", type=cli.int_in(0, 2**32 - 1), default=0)
+    ap.add_argument("--eval-freq", type=cli.positive_int, default=10_000, help="env steps between evaluations")
+    ap.add_argument("--eval-episodes", type=cli.int_in(1, 1024), default=8)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    args.config = args.config or os.path.join(os.path.dirname(__file__), "..", "configs", f"{args.algo}.yml")
+    ap.check_file("--config", args.config)
+    try:
+        args.run, args.algo_kwargs = split_hyperparams(load_zoo_config(args.config))
+    except Exception as exc:  # a YAML that is not an RL Zoo config for this env
+        ap.fail("--config", f"{args.config}: {' '.join(str(exc).split())[:200]}")
+    args.env_kwargs = {**args.run.get("env_kwargs", {}), **args.env_kwargs}
+    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
+    args.out = args.out or os.path.join("runs", args.algo)
+    ap.check_output("--out", args.out)
+    return args
 
-    config = args.config or os.path.join(os.path.dirname(__file__), "..", "configs", f"{args.algo}.yml")
-    run, algo_kwargs = split_hyperparams(load_zoo_config(config))
-    env_kwargs = {**run.get("env_kwargs", {}), **json.loads(args.env_kwargs)}
+
+@cli.script
+def main(argv=None):
+    args = parse_args(argv)
+    config, run, algo_kwargs, env_kwargs = args.config, args.run, args.algo_kwargs, args.env_kwargs
     n_envs = int(run.get("n_envs", 16))
     timesteps = int(args.timesteps or run.get("n_timesteps", 100_000))
-    out = args.out or os.path.join("runs", args.algo)
+    out = args.out
     os.makedirs(out, exist_ok=True)
     shutil.copy(config, os.path.join(out, "config.yml"))
-    with open(os.path.join(out, "run.json"), "w") as fh:
-        json.dump(dict(algo=args.algo, env_kwargs=env_kwargs, n_envs=n_envs, timesteps=timesteps, seed=args.seed), fh, indent=1)
+    cli.write_json(os.path.join(out, "run.json"), dict(algo=args.algo, env_kwargs=env_kwargs, n_envs=n_envs,
+                                                        timesteps=timesteps, seed=args.seed), indent=1)
 
     env = VecMonitor(Dyn4SB3VecEnv(num_envs=n_envs, **env_kwargs))
     eval_env = VecMonitor(Dyn4SB3VecEnv(num_envs=min(n_envs, args.eval_episodes), **env_kwargs))

@@ -13,10 +13,7 @@ unfinished ones run again).
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 
 import numpy as np
 
@@ -54,6 +51,7 @@ def trainable(config: dict) -> None:
     if config["trainer"] == "shac":
         from dyn4_gym.agents import SHAC, SHACConfig
 
+        params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}  # JSON lists: tuples
         agent = SHAC(SHACConfig(**params, seed=seed), env_kwargs)
         for _ in range(config["chunks"]):
             recs = agent.train(iterations=config["chunk"], log=None)
@@ -136,31 +134,80 @@ def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None
     return table
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def check_space(trainer: str, space: dict) -> None:
+    """``ValueError`` naming the key, before Ray starts: every key a field of the trainer's config
+    (SHACConfig, or the SB3 algorithm's keyword arguments and RL Zoo's keys), every value one it
+    takes (SHAC: its validate())."""
+    import dataclasses
+    import inspect
+
+    for k, v in space.items():
+        if not isinstance(v, list) or not v:
+            raise ValueError(f"--space[{k!r}] must be a non-empty list of values")
+    if trainer == "shac":
+        from dyn4_gym.agents import SHACConfig
+
+        fields = {f.name for f in dataclasses.fields(SHACConfig)} - {"seed"}
+        for k, values in space.items():
+            if k not in fields:
+                raise ValueError(f"--space[{k!r}] is not a SHACConfig field (known: {sorted(fields)})")
+            for v in values:
+                try:
+                    SHACConfig(**{k: tuple(v) if isinstance(v, list) else v}).validate()
+                except (TypeError, ValueError) as exc:
+                    raise ValueError(f"--space[{k!r}]: {exc}") from None
+        return
+    from stable_baselines3 import PPO, SAC
+
+    cls = {"ppo": PPO, "sac": SAC}[trainer]
+    known = set(inspect.signature(cls.__init__).parameters) - {"self", "env", "seed", "device", "verbose"}
+    known |= set(base_config(trainer)) | {"n_envs", "normalize", "policy", "policy_kwargs"}
+    for k in space:
+        if k not in known:
+            raise ValueError(f"--space[{k!r}] is not a {cls.__name__} argument or RL Zoo key (known: {sorted(known)})")
+
+
+def parse_args(argv=None):
+    from dyn4_gym import cli
+    from dyn4_gym.agents.evaluation import VALIDATION_SEEDS
+
+    ap = cli.Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trainer", choices=("shac", "ppo", "sac"), default="shac")
-    ap.add_argument("--space", default='{"actor_lr": [0.0005, 0.001]}',
+    ap.add_argument("--space", type=cli.json_object, default={"actor_lr": [0.0005, 0.001]},
                     help="JSON: a trainer config field -> list of values (SHACConfig fields, or SB3 keyword arguments)")
-    ap.add_argument("--seeds", type=int, default=2, help="seeds per point of the grid")
-    ap.add_argument("--chunks", type=int, default=4, help="reports per trial (ASHA's time unit)")
-    ap.add_argument("--chunk", type=int, default=None, help="SHAC iterations or SB3 env steps per report")
-    ap.add_argument("--eval-seeds", type=int, default=4, help="validation courses per evaluation")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap.add_argument("--seeds", type=cli.int_in(1, 1000), default=2, help="seeds per point of the grid")
+    ap.add_argument("--chunks", type=cli.int_in(1, 10**6), default=4, help="reports per trial (ASHA's time unit)")
+    ap.add_argument("--chunk", type=cli.positive_int, default=None, help="SHAC iterations or SB3 env steps per report")
+    ap.add_argument("--eval-seeds", type=cli.int_in(1, len(VALIDATION_SEEDS)), default=4,
+                    help="validation courses per evaluation")
+    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--out", default="runs/tune")
     ap.add_argument("--name", default=None, help="the sweep's name (its folder under --out; rerun it to resume)")
     ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start Ray on this machine)")
-    ap.add_argument("--cpus-per-trial", type=float, default=1.0,
+    ap.add_argument("--cpus-per-trial", type=cli.float_in(0.0, 1024.0, lo_open=True), default=1.0,
                     help="CPUs (and torch threads) per trial; all of a small machine's runs one trial at a time")
     args = ap.parse_args(argv)
     try:
-        space, env_kwargs = json.loads(args.space), json.loads(args.env_kwargs)
-        if not isinstance(space, dict) or not isinstance(env_kwargs, dict):
-            raise ValueError("--space and --env-kwargs must be JSON objects")
-        table = run_sweep(args.trainer, space, args.seeds, env_kwargs, args.chunks, args.chunk, args.eval_seeds,
-                          args.out, args.name, args.address, args.cpus_per_trial)
+        check_space(args.trainer, args.space)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        ap.fail("--space", str(exc))
+    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
+    if args.name is not None and (not args.name.strip() or os.sep in args.name or args.name in (".", "..")):
+        ap.fail("--name", f"must be a folder name, got {args.name!r}")
+    ap.check_output("--out", args.out)
+    return args
+
+
+def main(argv=None):
+    from dyn4_gym import cli
+
+    return cli.script(_main)(argv)
+
+
+def _main(argv=None):
+    args = parse_args(argv)
+    table = run_sweep(args.trainer, args.space, args.seeds, args.env_kwargs, args.chunks, args.chunk, args.eval_seeds,
+                      args.out, args.name, args.address, args.cpus_per_trial)
     import pandas as pd
 
     with pd.option_context("display.width", 160, "display.max_columns", 20):

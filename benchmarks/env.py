@@ -12,7 +12,6 @@ engine's rows (eager; ``--compile`` adds torch.compile, minutes per batch size) 
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import resource
@@ -188,12 +187,13 @@ def _lateral(ctx):
     return -ctx.cross_track.abs() * ctx.speed
 
 
-def main():
-    global SECONDS
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv=None):
+    from dyn4_gym import cli
+
+    ap = cli.Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--compile", action="store_true", help="add torch.compile'd rows (minutes each)")
-    ap.add_argument("--rows", type=int, nargs="+", default=[16, 256, 4096])
-    ap.add_argument("--seconds", type=float, default=SECONDS, help="time per figure")
+    ap.add_argument("--rows", type=cli.int_in(1, 2**20), nargs="+", default=[16, 256, 4096])
+    ap.add_argument("--seconds", type=cli.float_in(0.0, 3600.0, lo_open=True), default=SECONDS, help="time per figure")
     ap.add_argument("--custom-term", action="store_true", help="add the single env with one custom reward term")
     ap.add_argument("--no-torch", action="store_true", help="skip the torch engine's rows")
     ap.add_argument("--driver", action="store_true", help="add the driver variant (Dyn4HumveeDriver-v1) rows")
@@ -201,7 +201,12 @@ def main():
     ap.add_argument("--first-call", action="store_true", help="time a new process's first step, cold and warm cache")
     ap.add_argument("--diff-only", action="store_true",
                     help="only the differentiable env's rows (eager and compiled, forward + backward)")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    global SECONDS
+    args = parse_args(argv)
     SECONDS = args.seconds
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; torch {torch.__version__} "
           f"({torch.get_num_threads()} threads); env steps per second, random actions")

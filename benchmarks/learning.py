@@ -30,7 +30,6 @@ import csv
 import json
 import os
 import shutil
-import sys
 import time
 
 try:
@@ -244,7 +243,10 @@ def train_all(args, path: str, eval_seeds) -> None:
 # ------------------------------------------------------------------------------------ report
 def _classical(task: str, eval_seeds, speed: float = 1.0, weight: float | None = None):
     """Pure pursuit, its speed reference scaled by ``speed`` (it reads the target from the obs)."""
-    pp = PurePursuit()
+    kw = dict(TASKS[task][1])
+    if weight is not None:
+        kw["reward_weights"] = {"energy": weight}
+    pp = PurePursuit.for_env(kw)
 
     def policy(obs):
         if speed != 1.0:
@@ -252,9 +254,6 @@ def _classical(task: str, eval_seeds, speed: float = 1.0, weight: float | None =
             obs[:, OBS_INDEX["target_speed"]] *= speed
         return pp(obs)
 
-    kw = dict(TASKS[task][1])
-    if weight is not None:
-        kw["reward_weights"] = {"energy": weight}
     return evaluate(policy, kw, seeds=eval_seeds)
 
 
@@ -473,17 +472,20 @@ def _plots(args, rows, summary, tasks, methods, w0, eval_seeds) -> None:
           (f" (and copies in {args.docs}/)" if args.docs else ""))
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv=None):
+    from dyn4_gym import cli
+
+    ap = cli.Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", choices=tuple(TASKS), default=list(TASKS))
     ap.add_argument("--methods", nargs="+", choices=tuple(BUDGETS), default=list(BUDGETS))
-    ap.add_argument("--seeds", type=int, default=5, help="seeds per method and task")
-    ap.add_argument("--scale", type=float, default=1.0, help="multiplies every budget (BUDGETS)")
-    ap.add_argument("--evals", type=int, default=10, help="evaluations per run")
-    ap.add_argument("--eval-seeds", type=int, default=8, help="held-out courses per evaluation")
+    ap.add_argument("--seeds", type=cli.int_in(1, 1000), default=5, help="seeds per method and task")
+    ap.add_argument("--scale", type=cli.float_in(0.0, 1e6, lo_open=True), default=1.0,
+                    help="multiplies every budget (BUDGETS)")
+    ap.add_argument("--evals", type=cli.int_in(1, 10**4), default=10, help="evaluations per run")
+    ap.add_argument("--eval-seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=8, help="held-out courses per evaluation")
     ap.add_argument("--pareto", action=argparse.BooleanOptionalAction, default=True,
                     help="also the energy-weight sweep (PARETO_WEIGHTS) on the default task")
-    ap.add_argument("--pareto-seeds", type=int, default=2)
+    ap.add_argument("--pareto-seeds", type=cli.int_in(1, 1000), default=2)
     ap.add_argument("--shard", default="0/1", metavar="K/N",
                     help="train only every N-th run of the plan, from the K-th: N processes with K = 0..N-1 "
                          "share one --out (set OMP_NUM_THREADS so they do not fight over the cores)")
@@ -498,10 +500,16 @@ def main(argv=None) -> int:
         ok = len(args.shard) == 2 and 0 <= args.shard[0] < args.shard[1]
     except ValueError:
         ok = False
-    if args.seeds < 1 or args.evals < 1 or args.scale <= 0 or not ok:
-        print("error: --seeds and --evals must be >= 1, --scale > 0 and --shard K/N with 0 <= K < N",
-              file=sys.stderr)
-        return 2
+    if not ok:
+        ap.fail("--shard", f"must be K/N with 0 <= K < N, got {args.shard!r}")
+    ap.check_output("--out", args.out)
+    if args.docs:
+        ap.check_output("--docs", args.docs)
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "curves.csv")
     eval_seeds = EVAL_SEEDS[: args.eval_seeds]

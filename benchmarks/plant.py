@@ -8,7 +8,6 @@ table, then the cost of books=True against books=False.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import torch
@@ -106,13 +105,19 @@ def run_numba(batches):
             print(f"cpu   {name:10s} {'numba':8s} {B:6d} {B / t:14,.0f} {'-':>14s} {'-':>6s}", flush=True)
 
 
-def main():
+def parse_args(argv=None):
+    from dyn4_gym import cli
+
+    ap = cli.Parser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--batches", type=cli.int_in(1, 2**20), nargs="+", default=[1, 64, 1024, 4096, 16384])
+    ap.add_argument("--no-compile", action="store_true")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
     # one compiled function per (plant, batch, grad mode) shares the step's code object
     torch._dynamo.config.recompile_limit = 256
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024, 4096, 16384])
-    ap.add_argument("--no-compile", action="store_true")
-    args = ap.parse_args()
+    args = parse_args(argv)
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, float32, substeps per second")
     print("ratio = (forward + backward) time / forward time")

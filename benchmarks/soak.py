@@ -6,7 +6,6 @@ observations outside the observation space; prints progress as it goes and the w
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
@@ -14,13 +13,19 @@ import numpy as np
 from dyn4_gym.envs import Dyn4VectorEnv
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=float, default=1e7, help="env steps in all (rows x iterations)")
-    ap.add_argument("--rows", type=int, default=4096)
+def parse_args(argv=None):
+    from dyn4_gym import cli
+
+    ap = cli.Parser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=cli.float_in(1.0, 1e13), default=1e7, help="env steps in all (rows x iterations)")
+    ap.add_argument("--rows", type=cli.int_in(1, 2**20), default=4096)
     ap.add_argument("--engine", default="auto", choices=["auto", "numba", "torch"])
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
+    ap.add_argument("--seed", type=cli.seed, default=0)
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     env = Dyn4VectorEnv(num_envs=args.rows, engine=args.engine)
     obs, _ = env.reset(seed=args.seed)
     space = env.single_observation_space

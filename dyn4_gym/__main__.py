@@ -10,10 +10,10 @@ writes plots (``runs/main/`` by default).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 
+from . import cli
 from .agents import SHAC, PurePursuit, SHACConfig
 
 
@@ -32,18 +32,30 @@ def _progress(rec: dict, budget: int) -> None:
     sys.stdout.flush()
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--env-steps", type=int, default=ENV_STEPS, help="training budget in env steps")
-    ap.add_argument("--seconds", type=float, default=None, help="also stop after this wall-clock time (machine-dependent)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--num-envs", type=int, default=SHACConfig.num_envs)
+def parse_args(argv=None):
+    from .agents.evaluation import EVAL_SEEDS
+    from .agents.shac import _SIZE_BOUNDS
+
+    ap = cli.Parser(prog="python -m dyn4_gym", description=__doc__.splitlines()[0])
+    ap.add_argument("--env-steps", type=cli.positive_int, default=ENV_STEPS, help="training budget in env steps")
+    ap.add_argument("--seconds", type=cli.positive_float, default=None,
+                    help="also stop after this wall-clock time (machine-dependent)")
+    ap.add_argument("--seed", type=cli.seed, default=0)
+    ap.add_argument("--num-envs", type=cli.int_in(1, _SIZE_BOUNDS["num_envs"]), default=SHACConfig.num_envs)
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
                     help="torch.compile the env step with its backward (minutes once; cached on disk)")
-    ap.add_argument("--eval-seeds", type=int, default=8)
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap.add_argument("--eval-seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=8)
+    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--out", default="runs/main")
     args = ap.parse_args(argv)
+    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
+    ap.check_output("--out", args.out)
+    return args
+
+
+@cli.script
+def main(argv=None) -> dict:
+    args = parse_args(argv)
 
     import matplotlib
 
@@ -52,7 +64,7 @@ def main(argv=None) -> dict:
 
     from .agents.evaluation import EVAL_SEEDS, evaluate
 
-    env_kwargs = json.loads(args.env_kwargs)
+    env_kwargs = args.env_kwargs
     os.makedirs(args.out, exist_ok=True)
     seeds = EVAL_SEEDS[: args.eval_seeds]
     print(f"dyn4-gym: training a policy through the plant (SHAC) for {args.env_steps:,} env steps on Dyn4Humvee-v1")
@@ -66,7 +78,7 @@ def main(argv=None) -> dict:
     agent.save(os.path.join(args.out, "model.pt"))
     print(f"\nevaluating on {len(seeds)} held-out seeds ...")
     mine = evaluate(agent.policy, env_kwargs, seeds=seeds)
-    ref = evaluate(PurePursuit(), env_kwargs, seeds=seeds)
+    ref = evaluate(PurePursuit.for_env(env_kwargs), env_kwargs, seeds=seeds)
     print(f"\n{'after ' + str(agent.env_steps) + ' env steps':34s}{'trained':>12s}{'classical':>12s}")
     for k in mine.row():
         print(f"{k:34s}{mine.row()[k]:12.3f}{ref.row()[k]:12.3f}")
@@ -93,8 +105,8 @@ def main(argv=None) -> dict:
     path = os.path.join(args.out, "main.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    with open(os.path.join(args.out, "evaluation.json"), "w") as fh:
-        json.dump(dict(trained=mine.row(), classical=ref.row(), env_steps=agent.env_steps), fh, indent=1)
+    cli.write_json(os.path.join(args.out, "evaluation.json"),
+                   dict(trained=mine.row(), classical=ref.row(), env_steps=agent.env_steps), indent=1)
     print(f"\nwrote {path}, {args.out}/evaluation.json and {args.out}/model.pt ({time.perf_counter() - t0:.0f} s)")
     return dict(trained=mine.row(), classical=ref.row(), plot=path)
 

@@ -10,7 +10,6 @@ their plot (``runs/demo/powertrain.png``).
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
@@ -195,11 +194,19 @@ def _plot(path, st, split, bp) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv=None):
+    from . import cli
+
+    ap = cli.Parser(prog="python -m dyn4_gym.demo", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="runs/demo", help="folder for the plot")
     ap.add_argument("--quick", action="store_true", help="fewer skidpad angles (for tests)")
     args = ap.parse_args(argv)
+    ap.check_output("--out", args.out)
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
     run(args.out, args.quick)
 
 

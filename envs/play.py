@@ -12,10 +12,7 @@ Headless, ``--keys`` replays a script, one character per control step (``a``/``d
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 
 import numpy as np
 
@@ -122,20 +119,33 @@ def play(env_kwargs: dict, seed: int = 0, keys: str | None = None, out: str | No
     return dict(steps=state["steps"], ret=state["total"], done=state["done"])
 
 
-def main(argv=None):
-    from dyn4_gym.envs import ConfigError
+def parse_args(argv=None):
+    from dyn4_gym import cli
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap = cli.Parser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=cli.seed, default=0)
+    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
     ap.add_argument("--keys", default=None, help="headless: a key script, one character per control step")
     ap.add_argument("--out", default=None, help="save the last screen here (PNG)")
     args = ap.parse_args(argv)
-    try:
-        res = play(json.loads(args.env_kwargs), args.seed, args.keys, args.out)
-    except (ConfigError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
+    bad = sorted(set(args.keys or "") - set(KEYS))
+    if bad:
+        ap.fail("--keys", f"takes a, d, w, s and '.', got {bad[0]!r}")
+    if args.out is not None:
+        ap.check_output("--out", args.out, kind="file")
+    return args
+
+
+def main(argv=None):
+    from dyn4_gym import cli
+
+    return cli.script(_main)(argv)
+
+
+def _main(argv=None):
+    args = parse_args(argv)
+    res = play(args.env_kwargs, args.seed, args.keys, args.out)
     print(f"{res['steps']} steps, return {res['ret']:.2f}{' (episode over)' if res['done'] else ''}"
           + (f" -> {args.out}" if args.out else ""))
     return 0

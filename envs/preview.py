@@ -6,10 +6,7 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 
 import numpy as np
 import torch
@@ -65,19 +62,28 @@ def preview(env_kwargs: dict, seed: int, out: str, n: int = 200) -> dict:
     return figures
 
 
-def main(argv=None):
-    from dyn4_gym.envs import ConfigError
+def parse_args(argv=None):
+    from dyn4_gym import cli
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seed", type=int, default=0)
+    ap = cli.Parser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=cli.seed, default=0)
     ap.add_argument("--out", default="runs/preview/course.png")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
     args = ap.parse_args(argv)
-    try:
-        figures = preview(json.loads(args.env_kwargs), args.seed, args.out)
-    except (ConfigError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
+    ap.check_output("--out", args.out, kind="file")
+    return args
+
+
+def main(argv=None):
+    from dyn4_gym import cli
+
+    return cli.script(_main)(argv)
+
+
+def _main(argv=None):
+    args = parse_args(argv)
+    figures = preview(args.env_kwargs, args.seed, args.out)
     print(", ".join(f"{k} {v}" for k, v in figures.items()), "->", args.out)
     return 0
 

@@ -7,10 +7,7 @@ the ``video`` extra) or a GIF (Pillow, with matplotlib), headless.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 import tempfile
 
 import numpy as np
@@ -70,30 +67,41 @@ def record(policy, env_kwargs: dict, out: str, seed: int = 0, max_steps: int = 8
     return result
 
 
-def main(argv=None):
-    from dyn4_gym.agents import CheckpointError
-    from dyn4_gym.agents.loading import load_policy
-    from dyn4_gym.envs import ConfigError
+def parse_args(argv=None):
+    from dyn4_gym import cli
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = cli.Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--policy", default="classical", help="'classical', a .pt (SHAC) or a .zip (SB3) model")
     ap.add_argument("--out", default="runs/video/episode.mp4", help="the video: .mp4 or .gif")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-steps", type=int, default=800)
-    ap.add_argument("--fps", type=int, default=None, help="frames per second (default: the env's 20)")
-    ap.add_argument("--every", type=int, default=1, help="GIF: keep every n-th frame")
-    ap.add_argument("--scale", type=float, default=1.0, help="GIF: scale the frames (0.5: half size)")
-    ap.add_argument("--env-kwargs", default="{}", help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap.add_argument("--seed", type=cli.seed, default=0)
+    ap.add_argument("--max-steps", type=cli.int_in(1, 10**6), default=800)
+    ap.add_argument("--fps", type=cli.int_in(1, 1000), default=None, help="frames per second (default: the env's 20)")
+    ap.add_argument("--every", type=cli.int_in(1, 10**6), default=1, help="GIF: keep every n-th frame")
+    ap.add_argument("--scale", type=cli.float_in(0.01, 10.0), default=1.0, help="GIF: scale the frames (0.5: half size)")
+    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
     args = ap.parse_args(argv)
     if not args.out.endswith((".mp4", ".gif")):
-        ap.error("--out must end in .mp4 or .gif")
-    try:
-        policy, name, env_kwargs = load_policy(args.policy, json.loads(args.env_kwargs))
-        ret, steps, info = record(policy, env_kwargs, args.out, args.seed, args.max_steps, args.fps, args.every,
-                                  args.scale)
-    except (CheckpointError, ConfigError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        ap.fail("--out", f"must end in .mp4 or .gif, got {args.out!r}")
+    if args.policy != "classical":
+        ap.check_file("--policy", args.policy)
+    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
+    ap.check_output("--out", args.out, kind="file")
+    return args
+
+
+def main(argv=None):
+    from dyn4_gym import cli
+
+    return cli.script(_main)(argv)
+
+
+def _main(argv=None):
+    args = parse_args(argv)
+    from dyn4_gym.agents.loading import check_policy_fits, load_policy
+
+    policy, name, env_kwargs = load_policy(args.policy, args.env_kwargs)
+    check_policy_fits(policy, name, env_kwargs)
+    ret, steps, info = record(policy, env_kwargs, args.out, args.seed, args.max_steps, args.fps, args.every, args.scale)
     print(f"{name}, seed {args.seed}: return {ret:.1f} over {steps} steps "
           f"({'finished the course' if info.get('success') else 'did not finish'}) -> {args.out}")
     return 0

@@ -40,7 +40,9 @@ def test_record_refuses_bad_inputs(tmp_path, capsys, _script):
         rec.main(["--out", str(tmp_path / "x.avi")])
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
-    assert rec.main(["--policy", str(bad), "--out", str(tmp_path / "y.gif")]) == 2
+    with pytest.raises(SystemExit) as e:
+        rec.main(["--policy", str(bad), "--out", str(tmp_path / "y.gif")])
+    assert e.value.code == 2
     assert "error" in capsys.readouterr().err
 
 
@@ -52,7 +54,9 @@ def test_preview_draws_the_course_and_reports_it(tmp_path, _script):
     assert figs["length"] == 300.0 and 0 < figs["max_curvature"] <= 3.0 / 10.0**2 + 1e-9
     assert 0.4 - 1e-6 <= figs["mu_range"][0] < figs["mu_range"][1] <= 1.0 + 1e-6
     assert pv.main(["--seed", "1", "--out", str(tmp_path / "q.png"), "--env-kwargs", '{"course": {"length": 120}}']) == 0
-    assert pv.main(["--env-kwargs", '{"course": {"half_width": -1}}']) == 2
+    with pytest.raises(SystemExit) as e:
+        pv.main(["--env-kwargs", '{"course": {"half_width": -1}}'])
+    assert e.value.code == 2
 
 
 def test_play_drives_from_a_key_script(tmp_path, _script):

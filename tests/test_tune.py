@@ -36,7 +36,9 @@ def test_bad_spaces_are_refused(load_script):
     tune = load_script("agents/tune.py")
     with pytest.raises(ValueError, match="--space"):
         tune.build_space("shac", {"actor_lr": 0.001}, 1, {}, 1, 1, 1)
-    assert tune.main(["--trainer", "shac", "--space", "[1, 2]"]) == 2
+    with pytest.raises(SystemExit) as e:
+        tune.main(["--trainer", "shac", "--space", "[1, 2]"])
+    assert e.value.code == 2
 
 
 @pytest.mark.slow

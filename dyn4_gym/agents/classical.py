@@ -60,6 +60,16 @@ class PurePursuit:
         self._i_pts = [OBS_INDEX[f"preview{k}_{c}"] for k in range(len(self.preview)) for c in ("x", "y")]
         self._s_pts = torch.tensor([obs_scale(f"preview{k}_{c}") for k in range(len(self.preview)) for c in ("x", "y")])
 
+    @classmethod
+    def for_env(cls, env_kwargs: dict | None = None, params: PurePursuitParams = PurePursuitParams()) -> "PurePursuit":
+        """The controller for the env ``env_kwargs`` configure: its action interface (the pedals
+        for ``action="driver"``) and its course's preview distances. The one way every script
+        builds its reference, so a driver env is never scored with the acceleration action."""
+        from ..envs import EnvConfig
+
+        cfg = EnvConfig.from_dict(dict(env_kwargs or {}))
+        return cls(params, preview=cfg.course.preview, driver=cfg.action == "driver")
+
     def __call__(self, obs: torch.Tensor) -> torch.Tensor:
         prm = self.params
         vx = obs[:, self._i_vx] * self._s_vx

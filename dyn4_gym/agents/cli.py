@@ -41,10 +41,21 @@ def add_config_flags(parser: argparse.ArgumentParser, cls, title: str | None = N
             raise TypeError(f"{cls.__name__}.{f.name}: no flag for a default of type {type(default).__name__}")
 
 
-def config_from_flags(cls, args: argparse.Namespace):
-    """The dataclass ``cls`` built from the flags :func:`add_config_flags` added."""
+def config_from_flags(cls, args: argparse.Namespace, parser: argparse.ArgumentParser | None = None):
+    """The dataclass ``cls`` built from the flags :func:`add_config_flags` added, checked by its
+    ``validate()`` if it has one: with ``parser``, a bad value is the parser's error naming the
+    flag (one line, exit 2)."""
     values = {}
     for f in dataclasses.fields(cls):
         v = getattr(args, f"cfg_{f.name}")
         values[f.name] = tuple(v) if isinstance(v, list) else v
-    return cls(**values)
+    cfg = cls(**values)
+    if hasattr(cfg, "validate"):
+        try:
+            cfg.validate()
+        except ValueError as exc:
+            if parser is None:
+                raise
+            name = next((f.name for f in dataclasses.fields(cls) if f"{cls.__name__}.{f.name} " in str(exc)), None)
+            parser.error(f"argument {_flag(name) if name else '(config)'}: {exc}")
+    return cfg

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ..envs import EnvConfig, TaskCore
+from ..envs.inputs import check_actions
 
 __all__ = ["EVAL_SEEDS", "VALIDATION_SEEDS", "Evaluation", "evaluate"]
 
@@ -45,6 +46,18 @@ class Evaluation:
         return out
 
 
+def _policy_actions(action, n: int, core: TaskCore) -> np.ndarray:
+    """The policy's output as the ``(n, width)`` float64 actions the env takes, or ``ValueError``
+    saying what the policy returned and what this env's action is (the faces' own check)."""
+    if isinstance(action, torch.Tensor):
+        action = action.detach().cpu()
+    try:
+        return check_actions(action, n, core.n_action, name="the policy's action")
+    except ValueError as exc:
+        raise ValueError(f"{exc} (this env's action is {core.cfg.action!r}: {core.n_action} entries per row; "
+                         "a policy trained on the other action interface does not fit)") from None
+
+
 @torch.no_grad()
 def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps: int | None = None) -> Evaluation:
     """Run ``policy`` on one row per seed until each episode ends (or ``max_steps``).
@@ -69,8 +82,8 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
     traces, energy = [x[:, :2].double().numpy().copy()], [np.zeros(n)]
     terms, books = {}, {}
     for _ in range(steps):
-        action = policy(torch.as_tensor(obs, device=core.device))
-        state, obs, r, term, trunc, raw = eng.step(state, np.asarray(action.detach().cpu().double()))
+        action = _policy_actions(policy(torch.as_tensor(obs, device=core.device)), n, core)
+        state, obs, r, term, trunc, raw = eng.step(state, action)
         info = eng.info(raw)
         x = eng.task_state(state).x.double().numpy()
         a = alive.astype(np.float64)

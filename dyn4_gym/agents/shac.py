@@ -30,7 +30,7 @@ from torch import nn
 
 from ..envs import Dyn4DiffEnv
 
-__all__ = ["SHACConfig", "SHAC", "RunningNorm", "Actor", "Critic", "CheckpointError", "CHECKPOINT_FORMAT"]
+__all__ = ["SHACConfig", "SHAC", "SHACPolicy", "RunningNorm", "Actor", "Critic", "CheckpointError", "CHECKPOINT_FORMAT"]
 
 CHECKPOINT_FORMAT = "dyn4-gym-shac-1"
 
@@ -70,20 +70,35 @@ class SHACConfig:
     seed: int = 0
 
     def validate(self) -> None:
+        """``ValueError`` for a value out of its bounds. Sizes are bounded too, so a crafted
+        checkpoint cannot make its loader allocate without limit."""
+        for name, hi in _SIZE_BOUNDS.items():
+            v = getattr(self, name)
+            if not (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= hi):
+                raise ValueError(f"SHACConfig.{name} must be an int in [1, {hi}], got {v!r}")
+        if not (isinstance(self.hidden, tuple) and 1 <= len(self.hidden) <= _MAX_LAYERS
+                and all(isinstance(h, int) and not isinstance(h, bool) and 1 <= h <= _MAX_WIDTH for h in self.hidden)):
+            raise ValueError(f"SHACConfig.hidden must be 1 to {_MAX_LAYERS} layer widths in [1, {_MAX_WIDTH}], "
+                             f"got {self.hidden!r}")
+        if not (isinstance(self.init_log_std, (int, float)) and -20.0 <= self.init_log_std <= 5.0):
+            raise ValueError(f"SHACConfig.init_log_std must lie in [-20, 5], got {self.init_log_std!r}")
+        if not (isinstance(self.seed, int) and 0 <= self.seed < 2**63):
+            raise ValueError(f"SHACConfig.seed must be an int in [0, 2**63), got {self.seed!r}")
         if self.lr_decay_steps is not None and not (isinstance(self.lr_decay_steps, int) and self.lr_decay_steps >= 1):
             raise ValueError(f"SHACConfig.lr_decay_steps must be a positive int or None, got {self.lr_decay_steps!r}")
-        for name in ("num_envs", "horizon", "critic_iters", "critic_minibatches"):
-            v = getattr(self, name)
-            if not (isinstance(v, int) and v >= 1):
-                raise ValueError(f"SHACConfig.{name} must be a positive int, got {v!r}")
         for name in ("gamma", "lam", "target_alpha"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 <= v <= 1):
                 raise ValueError(f"SHACConfig.{name} must lie in [0, 1], got {v!r}")
         for name in ("actor_lr", "critic_lr", "grad_norm"):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and v > 0):
+            if not (isinstance(v, (int, float)) and 0 < v < math.inf):
                 raise ValueError(f"SHACConfig.{name} must be positive, got {v!r}")
+
+
+# the largest sizes a config (and so a checkpoint) may ask for
+_SIZE_BOUNDS = dict(num_envs=2**18, horizon=10_000, critic_iters=1_000, critic_minibatches=4_096)
+_MAX_LAYERS, _MAX_WIDTH = 16, 8_192
 
 
 def _mlp(n_in, hidden, n_out):
@@ -120,20 +135,48 @@ class RunningNorm(nn.Module):
 
 
 class Actor(nn.Module):
-    def __init__(self, obs_dim: int, hidden, init_log_std: float):
+    """A Gaussian in a pre-``tanh`` space squashed into the action box ``[low, high]`` (one entry
+    per action: the env's action space, 2 for ``action="accel"``, 3 for ``"driver"``)."""
+
+    def __init__(self, obs_dim: int, hidden, init_log_std: float, low=(-1.0, -1.0), high=(1.0, 1.0)):
         super().__init__()
-        self.net = _mlp(obs_dim, hidden, 2)
-        self.log_std = nn.Parameter(torch.full((2,), init_log_std))
+        n = len(low)
+        self.net = _mlp(obs_dim, hidden, n)
+        self.log_std = nn.Parameter(torch.full((n,), float(init_log_std)))
+        lo, hi = torch.as_tensor(low, dtype=torch.float32), torch.as_tensor(high, dtype=torch.float32)
+        # the box's centre and half-width (0 and 1 for [-1, 1]: then exactly tanh); derived from
+        # the env, so not saved (old checkpoints load as they are)
+        self.register_buffer("loc", (hi + lo) / 2, persistent=False)
+        self.register_buffer("half_width", (hi - lo) / 2, persistent=False)
         with torch.no_grad():
             self.net[-1].weight.mul_(0.1)
             self.net[-1].bias.zero_()
 
     def forward(self, z: torch.Tensor, deterministic: bool = False, generator=None) -> torch.Tensor:
         mu = self.net(z)
-        if deterministic:
-            return torch.tanh(mu)
-        eps = torch.randn(mu.shape, generator=generator, dtype=mu.dtype, device=mu.device)
-        return torch.tanh(mu + self.log_std.exp() * eps)
+        if not deterministic:
+            eps = torch.randn(mu.shape, generator=generator, dtype=mu.dtype, device=mu.device)
+            mu = mu + self.log_std.exp() * eps
+        return self.loc + self.half_width * torch.tanh(mu)
+
+
+def _action_box(core) -> tuple[list, list]:
+    """The env's action box ``(low, high)`` as lists (from the task core that defines it)."""
+    act, _ = core.spaces()
+    return act.low.tolist(), act.high.tolist()
+
+
+class SHACPolicy(nn.Module):
+    """A trained SHAC policy alone (observation normaliser and actor): ``policy(obs) -> action``,
+    deterministic. :meth:`SHAC.load_policy` builds one from a checkpoint without its training env."""
+
+    def __init__(self, norm: RunningNorm, actor: Actor):
+        super().__init__()
+        self.norm, self.actor = norm, actor
+
+    @torch.no_grad()
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor(self.norm(obs.float()), deterministic=True)
 
 
 class Critic(nn.Module):
@@ -157,7 +200,7 @@ class SHAC:
         obs_dim = self.env.obs_dim
         self.device = dev = self.env.core.device  # networks and buffers live where the env does
         self.norm = RunningNorm(obs_dim).to(dev)
-        self.actor = Actor(obs_dim, config.hidden, config.init_log_std).to(dev)
+        self.actor = Actor(obs_dim, config.hidden, config.init_log_std, *_action_box(self.env.core)).to(dev)
         self.critic = Critic(obs_dim, config.hidden).to(dev)
         self.target = Critic(obs_dim, config.hidden).to(dev)
         self.target.load_state_dict(self.critic.state_dict())
@@ -335,30 +378,90 @@ class SHAC:
 
     @classmethod
     def load(cls, path: str) -> "SHAC":
-        """A trainer from a :meth:`save` file. Read with ``weights_only=True`` (no code in the file
-        runs); anything that is not such a file raises :class:`CheckpointError`."""
+        """A trainer from a :meth:`save` file, with its training env (to resume training). Read
+        with ``weights_only=True`` (no code in the file runs); anything that is not such a file,
+        sizes past :meth:`SHACConfig.validate`'s bounds and non-finite weights raise
+        :class:`CheckpointError`. To evaluate or record, :meth:`load_policy` builds the policy alone."""
+        d, config, env_kwargs = _read_checkpoint(path)
         try:
-            d = torch.load(path, weights_only=True, map_location="cpu")
-        except FileNotFoundError:
-            raise CheckpointError(f"{path}: no such file") from None
-        except Exception as exc:  # truncated, not a torch file, or objects weights_only refuses
-            raise CheckpointError(f"{path} is not a dyn4-gym SHAC checkpoint ({_why(exc)})") from None
-        try:
-            if not isinstance(d, dict) or d.get("format") != CHECKPOINT_FORMAT:
-                raise ValueError(f"no {CHECKPOINT_FORMAT!r} format tag")
-            cfg = dict(d["config"])
-            cfg["hidden"] = tuple(cfg["hidden"])
-            env_kwargs = json.loads(d["env_kwargs"])
-            agent = cls(SHACConfig(**cfg), env_kwargs)
+            agent = cls(config, env_kwargs)
             for name in ("actor", "critic", "target", "norm", "actor_opt", "critic_opt"):
                 getattr(agent, name).load_state_dict(d[name])
-            agent.env_steps, agent.iterations = int(d["env_steps"]), int(d["iterations"])
+            agent.env_steps, agent.iterations = _count(d, "env_steps"), _count(d, "iterations")
             agent.gen.set_state(d["gen"])
-        except CheckpointError:
-            raise
+            _check_finite(agent.actor, agent.critic, agent.target, agent.norm)
         except Exception as exc:
             raise CheckpointError(f"{path} is not a usable dyn4-gym SHAC checkpoint ({_why(exc)})") from None
         return agent
 
+    @staticmethod
+    def load_policy(path: str) -> tuple["SHACPolicy", dict]:
+        """``(policy, env_kwargs)`` from a :meth:`save` file: the normaliser and the actor only,
+        sized from the file's env (its observation and action box) and checked against it; no
+        env, critic or optimiser is built, whatever ``num_envs`` the file says."""
+        from ..envs import EnvConfig, TaskCore
+
+        d, config, env_kwargs = _read_checkpoint(path)
+        try:
+            core = TaskCore(EnvConfig.from_dict(env_kwargs))
+            actor = Actor(len(core.obs_names), config.hidden, config.init_log_std, *_action_box(core))
+            norm = RunningNorm(len(core.obs_names))
+            actor.load_state_dict(d["actor"])
+            norm.load_state_dict(d["norm"])
+            _check_finite(actor, norm)
+        except Exception as exc:
+            raise CheckpointError(f"{path} is not a usable dyn4-gym SHAC checkpoint ({_why(exc)})") from None
+        return SHACPolicy(norm, actor).eval(), env_kwargs
+
     def config_json(self) -> str:
         return json.dumps(dict(shac=dataclasses.asdict(self.config), env=self.env_kwargs), indent=1, default=str)
+
+
+_MAX_JSON = 1 << 20  # [characters] a checkpoint's env keyword arguments
+
+
+def _read_checkpoint(path: str) -> tuple[dict, SHACConfig, dict]:
+    """``(contents, config, env_kwargs)`` of a :meth:`SHAC.save` file, read without running code,
+    its config validated (bounded sizes); else :class:`CheckpointError`."""
+    try:
+        d = torch.load(path, weights_only=True, map_location="cpu")
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise CheckpointError(f"{path} is a directory, not a checkpoint") from None
+    except Exception as exc:  # truncated, not a torch file, or objects weights_only refuses
+        raise CheckpointError(f"{path} is not a dyn4-gym SHAC checkpoint ({_why(exc)})") from None
+    try:
+        if not isinstance(d, dict) or d.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"no {CHECKPOINT_FORMAT!r} format tag")
+        cfg = dict(d["config"])
+        cfg["hidden"] = tuple(cfg["hidden"])
+        config = SHACConfig(**cfg)
+        config.validate()
+        if not isinstance(d["env_kwargs"], str) or len(d["env_kwargs"]) > _MAX_JSON:
+            raise ValueError(f"env_kwargs must be a JSON string of at most {_MAX_JSON} characters")
+        env_kwargs = json.loads(d["env_kwargs"], parse_constant=_no_constant)
+        if not isinstance(env_kwargs, dict):
+            raise ValueError("env_kwargs must be a JSON object")
+        _count(d, "env_steps"), _count(d, "iterations")
+    except Exception as exc:
+        raise CheckpointError(f"{path} is not a usable dyn4-gym SHAC checkpoint ({_why(exc)})") from None
+    return d, config, env_kwargs
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not strict JSON")
+
+
+def _count(d: dict, key: str) -> int:
+    v = d[key]
+    if not (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63):
+        raise ValueError(f"{key} must be a count, got {v!r}")
+    return v
+
+
+def _check_finite(*modules: nn.Module) -> None:
+    for m in modules:
+        for name, t in m.state_dict().items():
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                raise ValueError(f"non-finite values in {type(m).__name__}.{name}")

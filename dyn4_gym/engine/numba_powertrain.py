@@ -148,6 +148,10 @@ def drive_step_np(x, s, driver, packed, packed_pt, terrain, hdt: float = 0.01, b
     if d.ndim != 2 or d.shape[1] not in (3, 4) or d.shape[0] != x.shape[0] or s1.shape != (x.shape[0], 3):
         raise ValueError(f"drive_step_np needs x (B, 14), s (B, 3), driver (B, 3 or 4); got {x.shape}, {s1.shape}, "
                          f"{d.shape}")
+    gear = s1[:, 1]
+    if not np.all((gear == -1.0) | ((gear >= 1.0) & (gear <= Q[_NG]) & (gear == np.round(gear)))):
+        # the kernel indexes its ratio table by the gear: an unknown one would read past it
+        raise ValueError(f"drive_step_np: s[:, 1] (gear) must be -1 or 1..{int(Q[_NG])}, got {np.unique(gear)[:8]}")
     out = np.empty_like(x)
     bk = np.zeros((x.shape[0], len(BOOK_ORDER)))
     pbk = np.zeros((x.shape[0], N_PT_LINES))

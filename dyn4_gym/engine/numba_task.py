@@ -508,10 +508,27 @@ def _kernel(name: str, rows: int):
     return parallel if rows >= TASK_PARALLEL_FROM else serial
 
 
+def _check_rows(name: str, rows: np.ndarray, B: int) -> None:
+    """The kernels index the state by these rows unchecked: each must be a row of the batch."""
+    if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= B)):
+        raise ValueError(f"{name}: rows must be a 1-D array of indices in [0, {B}), got shape {rows.shape}")
+
+
+def _check_shape(name: str, a: np.ndarray, shape: tuple) -> None:
+    if a.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
+
+
+# The entries below are the only way into the task kernels, and each checks every array it
+# hands them (the kernels run without bounds checks, so a wrong shape would read past an array).
 def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: np.ndarray) -> None:
     """New episodes on ``rows`` (int64) of ``st`` from streams ``keys`` / ``episodes``, in place.
     ``k`` is the packed task (:class:`dyn4_gym.engine.task.NumbaTask`)."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
+    _check_rows("reset_rows", rows, st.batch_size)
+    keys, episodes = np.asarray(keys), np.asarray(episodes)
+    _check_shape("reset_rows: keys", keys, rows.shape)
+    _check_shape("reset_rows: episodes", episodes, rows.shape)
     if rows.size == 0:
         return
     _kernel("reset", rows.size)(rows, np.ascontiguousarray(keys, dtype=np.int64),
@@ -523,6 +540,7 @@ def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: 
 def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
     """The observation ``(len(rows), k.n_obs)`` float32 of ``rows`` (default: every row)."""
     rows = np.arange(st.batch_size) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+    _check_rows("observe", rows, st.batch_size)
     obs = np.empty((rows.size, k.n_obs), dtype=np.float32)
     _kernel("observe", rows.size)(rows, k.P, k.grade, k.passive, st.terrain, st.course_xy, st.course_heading, st.x,
                                   st.pt, st.idx, st.s, st.target_speed, k.ahead, k.scales, k.spacing, obs)
@@ -533,6 +551,10 @@ def step(k, st: NumbaState, actions: np.ndarray, active: np.ndarray):
     """One env step of the active rows, in place. Returns ``(obs (B, k.n_obs) float32, reward (B,),
     info (B, len(INFO_COLUMNS)), flags (B, len(FLAG_COLUMNS)) bool)``."""
     B = st.batch_size
+    _check_shape("step: actions", actions, (B, k.n_action))
+    _check_shape("step: active", active, (B,))
+    if actions.dtype != np.float64 or active.dtype != np.bool_:
+        raise ValueError(f"step: actions must be float64 and active bool, got {actions.dtype} and {active.dtype}")
     obs = np.zeros((B, k.n_obs), dtype=np.float32)
     rew = np.empty(B)
     info = np.empty((B, len(INFO_COLUMNS)))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import _rng
-from .._tree import put_rows, select_rows, tree_leaves, tree_map, tree_unflatten
+from .._tree import put_rows, select_rows, tree_map
 from ..ground.terrain import TERRAIN_KINDS, DrawContext
 from ..plant import DYN4, HUMVEE, dyn4_params, dyn4_rest, dyn4_step
 from ..plant.drive import drive_step
@@ -27,7 +27,7 @@ from ..plant.energy import BOOK_LINES
 from .._checks import ConfigError
 from .config import EnvConfig
 from .course import make_courses, preview_points, project, wrap_angle
-from .rewards import StepContext, resolve_terms
+from .rewards import StepContext, evaluate_term, resolve_terms
 
 __all__ = ["TaskState", "TaskCore", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_INDEX", "BOOK_LINES", "obs_scale"]
 
@@ -299,7 +299,7 @@ class TaskCore:
                           weight=self._weight, action=a, prev_action=state.prev_action, roll_rate=x[:, DYN4.PHID],
                           pitch_rate=x[:, DYN4.THETAD], failed=failed, success=success & ~failed,
                           progress_cap=self.progress_cap(state.target_speed))
-        terms = {name: self._term(name, term, ctx, B) for name, term in self.terms.items()}
+        terms = {name: evaluate_term(name, term, ctx, B, self.dtype) for name, term in self.terms.items()}
         reward = sum(self.weights[name] * v for name, v in terms.items())
         # rewards are finite by construction: a non-finite state or reward ends the episode with
         # the termination penalty alone, and info["nonfinite"] says so
@@ -337,13 +337,6 @@ class TaskCore:
         cap = self.cfg.progress_cap
         return torch.full_like(target_speed, torch.inf) if cap is None else cap * self.cfg.control_dt * target_speed
 
-    @staticmethod
-    def _term(name, term, ctx, B):
-        v = term(ctx)
-        if not isinstance(v, torch.Tensor) or v.shape != (B,):
-            raise ValueError(f"reward term {name!r} must return a tensor of shape ({B},), got "
-                             f"{getattr(v, 'shape', type(v).__name__)}")
-        return v
 
     def step_fn(self):
         """The step the numpy and differentiable faces use: :meth:`compiled_step` if the config

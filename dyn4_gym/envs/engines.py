@@ -21,7 +21,7 @@ import torch
 
 from .core import TaskCore, TaskState
 from .inputs import to_numpy_info
-from .rewards import StepContext
+from .rewards import StepContext, evaluate_term
 
 __all__ = ["TorchEngine", "NumbaEngine", "make_engine", "ENGINES"]
 
@@ -67,6 +67,11 @@ class TorchEngine:
     def step(self, state: TaskState, actions: np.ndarray, active: np.ndarray | None = None):
         """``(state, obs, reward, terminated, truncated, info)``, numpy; rows not ``active`` keep
         their state and get zeros (the caller resets them)."""
+        B = state.batch_size
+        if np.shape(actions) != (B, self.core.n_action) or (active is not None and np.shape(active) != (B,)):
+            # clamp would broadcast a (B, 1) action into both columns
+            raise ValueError(f"step: actions must have shape {(B, self.core.n_action)} and active {(B,)}, "
+                             f"got {np.shape(actions)} and {np.shape(active)}")
         act = torch.as_tensor(actions, dtype=self.core.dtype, device=self.core.device)
         with torch.no_grad():
             new, obs, reward, term, trunc, info = self._step(state, act)
@@ -101,6 +106,10 @@ def _mask_info(info: dict, keep: torch.Tensor) -> dict:
     """Zero the rows not in ``keep`` (nested dicts of tensors)."""
     return {k: _mask_info(v, keep) if isinstance(v, dict) else torch.where(keep, v, torch.zeros_like(v))
             for k, v in info.items()}
+
+
+# the NumbaState fields a kernel step writes (the terrain and the course stay as the reset drew them)
+_STEPPED = ("x", "idx", "s", "t", "prev_action", "pt")
 
 
 class NumbaEngine:
@@ -150,10 +159,21 @@ class NumbaEngine:
     def step(self, state, actions: np.ndarray, active: np.ndarray | None = None):
         B = state.batch_size
         active = np.ones(B, dtype=np.bool_) if active is None else np.ascontiguousarray(active, dtype=np.bool_)
-        prev = state.prev_action.copy() if self.task.custom else None
-        obs, reward, info, flags = self._nt.step(self.task, state, np.ascontiguousarray(actions, dtype=np.float64),
-                                                 active)
-        extra = self._custom_terms(state, prev, info, flags, reward, active) if self.task.custom else {}
+        if not self.task.custom:
+            obs, reward, info, flags = self._nt.step(self.task, state, np.ascontiguousarray(actions, dtype=np.float64),
+                                                     active)
+            return state, obs, reward, flags[:, 0], flags[:, 1], (info, flags, {})
+        # the kernel steps the state in place and the users' terms run after it: keep what it
+        # changes, so a term that raises leaves the env as it was (as on the torch engine)
+        before = {f: getattr(state, f).copy() for f in _STEPPED}
+        try:
+            obs, reward, info, flags = self._nt.step(self.task, state, np.ascontiguousarray(actions, dtype=np.float64),
+                                                     active)
+            extra = self._custom_terms(state, before["prev_action"], info, flags, reward, active)
+        except BaseException:
+            for f, a in before.items():
+                getattr(state, f)[...] = a
+            raise
         return state, obs, reward, flags[:, 0], flags[:, 1], (info, flags, extra)
 
     def info(self, raw) -> dict:
@@ -190,7 +210,7 @@ class NumbaEngine:
                           progress_cap=core.progress_cap(t(st.target_speed)))
         B = st.batch_size
         with torch.no_grad():
-            extra = {n: _np(TaskCore._term(n, term, ctx, B)).astype(np.float64) for n, term in self.task.custom.items()}
+            extra = {n: _np(evaluate_term(n, term, ctx, B, torch.float64)) for n, term in self.task.custom.items()}
         was_bad = flags[:, 5] | ~active
         total = reward + sum(core.weights[n] * v for n, v in extra.items())
         bad = ~was_bad & ~np.isfinite(total)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 
 from .config import EnvConfig
-from .inputs import check_actions, check_seed, seed_keys, seed_to_key, to_numpy_info
+from .inputs import OwnSpec, check_actions, check_seed, seed_keys, seed_to_key, to_numpy_info
 from .vector import BatchRunner
 
 __all__ = ["Dyn4Env", "check_actions", "check_seed", "seed_keys", "seed_to_key", "to_numpy_info"]
@@ -79,6 +79,7 @@ class Dyn4Env(gym.Env):
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
+    spec = OwnSpec()  # the caller's keyword arguments, copied (envs/inputs.py)
 
     def __init__(self, render_mode: str | None = None, **kwargs):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -122,8 +123,7 @@ class Dyn4Env(gym.Env):
         return obs[0], {"seed_key": int(self._runner.keys[0]), "episode": int(self._runner.episodes[0])}
 
     def step(self, action):
-        if self._runner.state is None:
-            raise RuntimeError("call reset() before step()")
+        self._runner.check_started()
         a = check_actions(action, None, self._runner.core.n_action)
         obs, reward, term, trunc, raw = self._runner.step(a[None])
         if self.render_mode == "human":

@@ -9,7 +9,7 @@ import torch
 
 from .. import _rng
 
-__all__ = ["check_actions", "check_seed", "seed_keys", "seed_to_key", "to_numpy_info"]
+__all__ = ["check_actions", "check_seed", "seed_keys", "seed_to_key", "to_numpy_info", "frozen_copy", "OwnSpec"]
 
 
 def check_seed(seed, name: str = "seed"):
@@ -36,24 +36,24 @@ def seed_to_key(seeds) -> torch.Tensor:
     return torch.from_numpy(seed_keys(seeds))
 
 
-def check_actions(action, n: int | None, width: int = 2) -> np.ndarray:
+def check_actions(action, n: int | None, width: int = 2, name: str = "action") -> np.ndarray:
     """Validate an action (``n`` None: one ``(width,)`` action; else ``(n, width)``); never clips here.
 
     Raises ``ValueError`` for a wrong shape, a non-numeric dtype or a NaN/inf, so a bad call
-    leaves the env untouched.
+    leaves the env untouched. ``name`` is what the message calls it.
     """
     try:
         a = np.asarray(action)
     except Exception as exc:  # pragma: no cover - exotic inputs
-        raise ValueError(f"action must be array-like, got {type(action).__name__}") from exc
+        raise ValueError(f"{name} must be array-like, got {type(action).__name__}") from exc
     if a.dtype == object or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
-        raise ValueError(f"action must be a float array, got dtype {a.dtype}")
+        raise ValueError(f"{name} must be a float array, got dtype {a.dtype}")
     want = (width,) if n is None else (n, width)
     if a.shape != want:
-        raise ValueError(f"action must have shape {want}, got {a.shape}")
+        raise ValueError(f"{name} must have shape {want}, got {a.shape}")
     if not np.isfinite(a).all():
-        raise ValueError("action contains NaN or inf")
-    return a.astype(np.float64)
+        raise ValueError(f"{name} contains NaN or inf")
+    return np.ascontiguousarray(a, dtype=np.float64)
 
 
 def to_numpy_info(info: dict, row: int | None = None) -> dict:
@@ -68,3 +68,35 @@ def to_numpy_info(info: dict, row: int | None = None) -> dict:
         else:
             out[k] = v
     return out
+
+
+def frozen_copy(value):
+    """A deep copy of nested dicts, lists and tuples with every numpy array copied read-only."""
+    if isinstance(value, dict):
+        return {k: frozen_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(frozen_copy(v) for v in value)
+    if isinstance(value, np.ndarray):
+        a = value.copy()
+        a.flags.writeable = False
+        return a
+    return value
+
+
+class OwnSpec:
+    """The ``spec`` attribute of the package's envs. ``gym.make`` and ``gym.make_vec`` set it with
+    the caller's keyword arguments by reference (a grid map's array among them); it is kept as a
+    copy, arrays read-only, so what the spec says the env was made with cannot change later."""
+
+    def __set_name__(self, owner, name):
+        self.attr = "_own_" + name
+
+    def __get__(self, obj, objtype=None):
+        return None if obj is None else obj.__dict__.get(self.attr)
+
+    def __set__(self, obj, spec):
+        if spec is not None and isinstance(getattr(spec, "kwargs", None), dict):
+            import dataclasses
+
+            spec = dataclasses.replace(spec, kwargs=frozen_copy(spec.kwargs))
+        obj.__dict__[self.attr] = spec

@@ -13,6 +13,7 @@ Users add a term with :func:`register_reward_term` (or pass term objects in the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -23,7 +24,7 @@ from .._checks import ConfigError, check_range
 
 MAX_WEIGHT = 1e4  # a weight's bound: keeps every weighted term of a finite step finite
 
-__all__ = ["MAX_WEIGHT", "StepContext", "RewardTerm", "DEFAULT_WEIGHTS", "REWARD_TERMS", "register_reward_term", "resolve_terms"]
+__all__ = ["MAX_WEIGHT", "StepContext", "RewardTerm", "evaluate_term", "DEFAULT_WEIGHTS", "REWARD_TERMS", "register_reward_term", "resolve_terms"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,49 @@ DEFAULT_WEIGHTS = {
     "action_rate": 0.05,
     "termination": 20.0,
 }
+
+
+def evaluate_term(name: str, term, ctx: StepContext, B: int, dtype: torch.dtype) -> torch.Tensor:
+    """``term(ctx)`` as a ``(B,)`` tensor of ``dtype``, checked; the one way every engine runs a term.
+
+    A term that is not a shipped built-in runs on its own copy of the context, so it cannot change
+    the car or the step by writing into its inputs (a write is an error that names the field).
+    Its output must be a ``(B,)`` tensor of a real dtype (bool and integer values are converted);
+    a non-finite value is the non-finite guard's to flag (``info["nonfinite"]``). Raises
+    ``ValueError`` (the env's state is left as it was).
+    """
+    trusted = REWARD_TERMS_BUILTIN.get(name) is term
+    if trusted:
+        v = term(ctx)
+    else:
+        own, versions = _copy_context(ctx)
+        v = term(own)
+        for field, t in versions:
+            if t[0]._version != t[1]:
+                raise ValueError(f"reward term {name!r} wrote into its context ({field}); a term must not "
+                                 "change its inputs: compute on a copy")
+    if not isinstance(v, torch.Tensor) or v.shape != (B,):
+        raise ValueError(f"reward term {name!r} must return a tensor of shape ({B},), got "
+                         f"{getattr(v, 'shape', type(v).__name__)}")
+    if v.is_complex():
+        raise ValueError(f"reward term {name!r} must return real values, got dtype {v.dtype}")
+    return v if v.dtype == dtype else v.to(dtype)
+
+
+def _copy_context(ctx: StepContext):
+    """A copy of ``ctx`` with every tensor cloned (gradients flow through a clone), and each
+    clone's ``(tensor, version)`` by field, to find a term that writes into one."""
+    versions, values = [], {}
+    for f in dataclasses.fields(ctx):
+        v = getattr(ctx, f.name)
+        if isinstance(v, torch.Tensor):
+            v = v.clone()
+            versions.append((f.name, (v, v._version)))
+        elif isinstance(v, dict):
+            v = {k: t.clone() for k, t in v.items()}
+            versions += [(f"{f.name}[{k!r}]", (t, t._version)) for k, t in v.items()]
+        values[f.name] = v
+    return StepContext(**values), versions
 
 
 def register_reward_term(term: RewardTerm, overwrite: bool = False) -> RewardTerm:

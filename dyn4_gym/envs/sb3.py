@@ -39,6 +39,7 @@ class Dyn4SB3VecEnv(VecEnv):
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
+        self.runner.check_started()
         self._actions = check_actions(actions, self.num_envs, self.runner.core.n_action)
 
     def step_wait(self):

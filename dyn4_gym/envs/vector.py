@@ -17,7 +17,7 @@ from gymnasium.vector.utils import batch_space
 from .config import ConfigError, EnvConfig
 from .core import TaskCore, TaskState
 from .engines import make_engine
-from .inputs import check_actions, check_seed, seed_keys
+from .inputs import OwnSpec, check_actions, check_seed, seed_keys
 
 __all__ = ["BatchRunner", "Dyn4VectorEnv"]
 
@@ -82,8 +82,14 @@ class BatchRunner:
         """``(obs, reward, terminated, truncated, info)`` as numpy; rows not ``active`` are not
         stepped (zeros; reset them next). ``info`` is the engine's packed form: read it with
         :meth:`info` (a dict of arrays) or :meth:`info_row` (one row's scalars)."""
+        self.check_started()
         self.state, obs, reward, term, trunc, info = self.engine.step(self.state, actions, active)
         return obs, reward, term, trunc, info
+
+    def check_started(self) -> None:
+        """``RuntimeError`` until the first reset (every face says the same)."""
+        if self.state is None:
+            raise RuntimeError("call reset() before step()")
 
     def info(self, raw) -> dict:
         return self.engine.info(raw)
@@ -132,6 +138,7 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    spec = OwnSpec()  # the caller's keyword arguments, copied (envs/inputs.py)
 
     def __init__(self, num_envs: int = 1, autoreset_mode=AutoresetMode.NEXT_STEP, render_mode: str | None = None,
                  **kwargs):
@@ -179,6 +186,7 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
         return obs, with_masks({"episode": self.runner.episodes}, reset)
 
     def step(self, actions):
+        self.runner.check_started()
         a = check_actions(actions, self.num_envs, self.runner.core.n_action)
         n = self.num_envs
         if self.autoreset_mode == AutoresetMode.DISABLED and self._done.any():

@@ -34,7 +34,7 @@ from .._checks import ConfigError, check_int_range, check_range
 from .samplers import Flat, Grid, Ground, bump_height, patch_cover
 
 __all__ = ["Terrain", "DrawContext", "TerrainKind", "TERRAIN_KINDS", "register_terrain", "RoughConfig", "GridConfig",
-           "terrain_config"]
+           "terrain_config", "MAX_SLOPE", "check_slope"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,7 +112,15 @@ class TerrainKind:
     name: str
     config: type
     draw: Callable
-    n_uniforms: Callable = field(default=lambda cfg: 0)
+    n_uniforms: Callable = field(default=None)  # None: no draws (a module-level function, so envs pickle)
+
+    def __post_init__(self):
+        if self.n_uniforms is None:
+            object.__setattr__(self, "n_uniforms", _no_uniforms)
+
+
+def _no_uniforms(config) -> int:
+    return 0
 
 
 TERRAIN_KINDS: dict[str, TerrainKind] = {}
@@ -132,6 +140,26 @@ def register_terrain(kind: TerrainKind, overwrite: bool = False) -> TerrainKind:
         raise ValueError(f"{kind.config.__name__}.kind must default to {kind.name!r}")
     TERRAIN_KINDS[kind.name] = kind
     return kind
+
+
+# The steepest ground a built-in kind may draw: 1 (45 deg). The plant's contact model holds the
+# car on any slope, but past what a wheeled vehicle can climb (the Humvee's published grade is
+# 60 %) its forces, and so the books and rewards, leave any physical range (20 m hills at a 1 m
+# wavelength paid -5.5e7 a step): such configs are refused. A registered kind's config may say
+# how steep it gets with a ``max_slope()`` method, and is held to the same bound.
+MAX_SLOPE = 1.0
+
+
+def check_slope(path: str, config) -> None:
+    """``ConfigError`` where ``config.max_slope()`` (if the kind has one) exceeds :data:`MAX_SLOPE`."""
+    slope = getattr(config, "max_slope", None)
+    if slope is None:
+        return
+    m = float(slope())
+    if not m <= MAX_SLOPE:
+        raise ConfigError(f"{path} draws ground as steep as slope {m:.3g} (rise over run); the plant is "
+                          f"validated to slope {MAX_SLOPE:g} (45 deg): make it gentler (lower heights, longer "
+                          "wavelengths, wider bumps)")
 
 
 def terrain_config(kind: str, path: str):
@@ -180,6 +208,15 @@ class RoughConfig:
                        ("patch_radius_min", "patch_radius_max"), ("bump_height_min", "bump_height_max")):
             if getattr(self, hi) < getattr(self, lo):
                 raise ConfigError(f"{path}.{hi} must be >= {path}.{lo}")
+        check_slope(path, self)
+
+    def max_slope(self) -> float:
+        """An upper bound of the ground's slope: the hills' (each component's amplitude is at most
+        1.5 x its share, its slope amplitude x 2 pi / wavelength) plus a bump's, whose steepest
+        slope is ``8 / (3 sqrt 3) h / r`` (the profile ``h (1 - d^2 / r^2)^2`` at ``d = r / sqrt 3``)."""
+        hills = 1.5 * self.hills_amplitude * 2.0 * math.pi / self.hills_wavelength_min if self.n_hills else 0.0
+        bumps = 8.0 / (3.0 * math.sqrt(3.0)) * self.bump_height_max / self.bump_radius if self.n_bumps else 0.0
+        return hills + bumps
 
 
 def _rough_uniforms(g: RoughConfig) -> int:
@@ -227,6 +264,30 @@ class GridConfig:
     spacing: float = 1.0  # [m]
     base_mu: float = 0.8
 
+    def __post_init__(self):
+        # the config keeps its own read-only copies: writing into the caller's arrays later
+        # changes neither this config's episodes nor what it was validated with
+        for name in ("heights", "mu"):
+            a = getattr(self, name)
+            if a is None:
+                continue
+            try:
+                arr = np.array(a, dtype=np.float64, copy=True)
+            except (TypeError, ValueError, OverflowError):
+                continue  # validate() says what is wrong with it
+            arr.flags.writeable = False
+            object.__setattr__(self, name, arr)
+
+    def max_slope(self) -> float:
+        """An upper bound of the bilinear map's slope: the largest node-to-node differences along
+        each axis, combined, over the spacing (0 without heights)."""
+        if self.heights is None:
+            return 0.0
+        h = np.asarray(self.heights, dtype=np.float64)
+        gx = np.abs(np.diff(h, axis=0)).max() / self.spacing
+        gy = np.abs(np.diff(h, axis=1)).max() / self.spacing
+        return float(math.hypot(gx, gy))
+
     def validate(self, path: str) -> None:
         check_range(f"{path}.spacing", self.spacing, 0.01, 1000.0)
         check_range(f"{path}.base_mu", self.base_mu, 0.05, 3.0)
@@ -252,11 +313,12 @@ class GridConfig:
                 raise ConfigError(f"{path}.mu must lie in [0.05, 3] everywhere")
         if self.heights is None and self.mu is None:
             raise ConfigError(f"{path} needs heights, mu, or both")
+        check_slope(path, self)
 
 
 def draw_grid(g: GridConfig, ctx: DrawContext) -> Ground:
-    grid = Grid(heights=None if g.heights is None else np.asarray(g.heights, dtype=np.float64),
-                mu=None if g.mu is None else np.asarray(g.mu, dtype=np.float64), origin=g.origin, spacing=g.spacing)
+    grid = Grid(heights=None if g.heights is None else np.array(g.heights, dtype=np.float64),  # writable copies
+                mu=None if g.mu is None else np.array(g.mu, dtype=np.float64), origin=g.origin, spacing=g.spacing)
     return grid if g.mu is not None else Flat(mu=g.base_mu) + grid
 
 

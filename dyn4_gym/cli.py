@@ -1,0 +1,203 @@
+"""The command-line convention every script of the project follows (agents/, envs/, benchmarks/,
+``python -m dyn4_gym`` and the demo).
+
+- Every flag is checked before any work starts: a bad value, an unknown flag, a JSON that is not
+  a strict JSON object, an output that cannot be written, is one line on stderr naming the flag
+  (``train_diff.py: error: argument --env-steps: must be an integer >= 1, got '-5'``), exit
+  status 2. Nothing has been written or trained by then.
+- Errors the work itself finds in what the user gave (a config the env refuses, a checkpoint that
+  does not load, a policy of the other action interface) are one line on stderr too, exit 2
+  (:func:`script`). Anything else is a bug and keeps its traceback.
+- Outputs are checked writable first (:meth:`Parser.check_output`), and JSON is written strict
+  (:func:`write_json`: no ``NaN``; a non-finite figure is ``null``).
+
+Each script has ``parse_args(argv)``, which does all the checking and nothing else (the
+property tests call it with random flag values), and ``main(argv)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import os
+import sys
+import tempfile
+
+__all__ = ["Parser", "UsageError", "script", "positive_int", "nonneg_int", "positive_float", "int_in", "float_in",
+           "seed", "json_object", "write_json", "strict_json"]
+
+
+class UsageError(ValueError):
+    """What a user gave that the work cannot take (one line, exit 2, through :func:`script`)."""
+
+
+def _prog(file: str | None) -> str:
+    name = os.path.basename(file or sys.argv[0])
+    return "python -m dyn4_gym" if name == "__main__.py" else name
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse`` with the convention: errors are one line on stderr, exit 2. The program's
+    name is the calling script's file name."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("prog", _prog(sys._getframe(1).f_globals.get("__file__")))
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def fail(self, flag: str, message: str):
+        """A check after parsing that names its flag (exit 2)."""
+        self.error(f"argument {flag}: {message}")
+
+    def check_output(self, flag: str, path: str, kind: str = "dir") -> None:
+        """``path`` can be made and written (a folder for ``kind="dir"``, a file for ``"file"``),
+        found without creating it: its nearest existing ancestor must be a folder this process
+        can write in (a file is tried there and removed)."""
+        if not isinstance(path, str) or not path.strip():
+            self.fail(flag, "must be a path")
+        p = os.path.abspath(path)
+        if os.path.exists(p):
+            if kind == "dir" and not os.path.isdir(p):
+                self.fail(flag, f"{path} exists and is not a folder")
+            if kind == "file" and os.path.isdir(p):
+                self.fail(flag, f"{path} is a folder, not a file")
+            if kind == "file":
+                p = os.path.dirname(p)
+        anc = p if kind == "dir" else os.path.dirname(p)
+        while not os.path.exists(anc):
+            anc = os.path.dirname(anc)
+        if not os.path.isdir(anc):
+            self.fail(flag, f"{path} cannot be made: {anc} is not a folder")
+        try:
+            with tempfile.TemporaryFile(dir=anc):
+                pass
+        except OSError as exc:
+            self.fail(flag, f"{path} cannot be written ({exc.strerror or exc})")
+
+    def check_env_kwargs(self, flag: str, kwargs: dict) -> None:
+        """``kwargs`` are keyword arguments the env takes (``EnvConfig.from_dict``)."""
+        from .envs import ConfigError, EnvConfig
+
+        try:
+            EnvConfig.from_dict(dict(kwargs))
+        except ConfigError as exc:
+            self.fail(flag, str(exc))
+
+    def check_file(self, flag: str, path: str | None) -> None:
+        """``path`` (if given) is a file that exists."""
+        if path is not None and not os.path.isfile(path):
+            self.fail(flag, f"{path}: no such file")
+
+
+def script(main):
+    """Wrap a script's ``main(argv)``: the users' errors (:class:`UsageError`, ``ConfigError``,
+    ``CheckpointError``) become one line on stderr and exit status 2."""
+    from ._checks import ConfigError
+
+    @functools.wraps(main)
+    def run(argv=None):
+        from .agents.shac import CheckpointError
+
+        try:
+            return main(argv)
+        except (UsageError, ConfigError, CheckpointError) as exc:
+            prog = _prog(main.__globals__.get("__file__"))
+            text = " ".join(str(exc).split())  # one line
+            sys.stderr.write(f"{prog}: error: {text}\n")
+            raise SystemExit(2) from None
+
+    return run
+
+
+# ------------------------------------------------------------------------------------ flag types
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+
+
+def _float(text: str) -> float:
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return v
+
+
+def int_in(lo: int, hi: int | None = None):
+    """A flag type: an integer in ``[lo, hi]`` (no upper bound for ``hi=None``)."""
+
+    def parse(text: str) -> int:
+        v = _int(text)
+        if v < lo or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(f"must be an integer {'>= ' + str(lo) if hi is None else f'in [{lo}, {hi}]'}"
+                                             f", got {text!r}")
+        return v
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def float_in(lo: float, hi: float, lo_open: bool = False):
+    """A flag type: a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
+
+    def parse(text: str) -> float:
+        v = _float(text)
+        if v < lo or v > hi or (lo_open and v == lo):
+            raise argparse.ArgumentTypeError(f"must be a number in {'(' if lo_open else '['}{lo:g}, {hi:g}], got {text!r}")
+        return v
+
+    parse.__name__ = "number"
+    return parse
+
+
+positive_int = int_in(1)
+nonneg_int = int_in(0)
+positive_float = float_in(0.0, 1e12, lo_open=True)
+seed = int_in(0, 2**63 - 1)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not strict JSON")
+
+
+def strict_json(text: str):
+    """``json.loads`` that refuses ``NaN`` and ``Infinity``."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def json_object(text: str) -> dict:
+    """A flag type: a strict JSON object."""
+    try:
+        v = strict_json(text)
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"must be a JSON object: {exc}") from None
+    if not isinstance(v, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {type(v).__name__}")
+    return v
+
+
+def write_json(path: str, value, **kw) -> None:
+    """Strict JSON (a non-finite float becomes ``null``), written whole or not at all."""
+
+    def clean(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        return v
+
+    text = json.dumps(clean(value), allow_nan=False, **kw)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
