@@ -13,28 +13,21 @@ from dyn4_gym.agents.evaluation import EVAL_SEEDS
 
 def parse_args(argv=None):
     ap = cli.Parser(description=__doc__.splitlines()[0])
-    ap.add_argument("--policy", default="classical",
-                    help="'classical', a differentiable-trainer model (.pt) or an SB3 model (.zip from train_sb3.py)")
-    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap.add_policy()
+    ap.add_env_kwargs()
     ap.add_argument("--seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=len(EVAL_SEEDS),
                     help=f"how many held-out seeds, 1 to {len(EVAL_SEEDS)}")
-    ap.add_argument("--out", default="runs/eval")
-    args = ap.parse_args(argv)
-    if args.policy != "classical":
-        ap.check_file("--policy", args.policy)
-    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
-    ap.check_output("--out", args.out)
-    return args
+    ap.add_output("--out", "runs/eval")
+    return ap.parse_args(argv)
 
 
 @cli.script
 def main(argv=None):
     args = parse_args(argv)
     from dyn4_gym.agents.evaluation import evaluate
-    from dyn4_gym.agents.loading import check_policy_fits, load_policy
+    from dyn4_gym.agents.loading import load_fitting_policy
 
-    policy, name, env_kwargs = load_policy(args.policy, args.env_kwargs)
-    check_policy_fits(policy, name, env_kwargs)
+    policy, name, env_kwargs = load_fitting_policy(args.policy, args.env_kwargs)
     res = evaluate(policy, env_kwargs, seeds=EVAL_SEEDS[: args.seeds])
     _report(args, name, res)
 

@@ -21,16 +21,14 @@ def parse_args(argv=None):
                     help="train until this many env steps in all (the same result on every machine)")
     ap.add_argument("--seconds", type=cli.positive_float, default=None, help="also stop after this wall-clock time")
     ap.add_argument("--iterations", type=cli.positive_int, default=None, help="also stop after this many iterations")
-    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap.add_env_kwargs()
     ap.add_argument("--resume", default=None, help="a saved model.pt to continue from")
     ap.add_argument("--eval-seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=8)
-    ap.add_argument("--out", default="runs/diff")
+    ap.add_output("--out", "runs/diff")
     add_config_flags(ap, SHACConfig)
     args = ap.parse_args(argv)
     args.config = config_from_flags(SHACConfig, args, ap)
-    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
     ap.check_file("--resume", args.resume)
-    ap.check_output("--out", args.out)
     return args
 
 

@@ -13,6 +13,8 @@ import json
 import os
 import time
 
+from dyn4_gym import cli
+
 ENV_NAME = "dyn4_humvee"
 
 
@@ -39,32 +41,21 @@ def build(env_kwargs: dict, env_runners: int = 2, envs_per_runner: int = 2, batc
 
 
 def parse_args(argv=None):
-    from dyn4_gym import cli
-
     ap = cli.Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iterations", type=cli.int_in(1, 10**6), default=20)
     ap.add_argument("--env-runners", type=cli.int_in(0, 1024), default=2)
     ap.add_argument("--envs-per-runner", type=cli.int_in(1, 4096), default=2)
     ap.add_argument("--batch", type=cli.int_in(1, 10**8), default=4000, help="env steps per training iteration")
-    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap.add_env_kwargs()
     ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start Ray here)")
-    ap.add_argument("--out", default="runs/rllib")
-    args = ap.parse_args(argv)
-    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
-    ap.check_output("--out", args.out)
-    return args
+    ap.add_output("--out", "runs/rllib")
+    return ap.parse_args(argv)
 
 
+@cli.script
 def main(argv=None):
-    from dyn4_gym import cli
-
-    return cli.script(_main)(argv)
-
-
-def _main(argv=None):
     args = parse_args(argv)
     import ray
-    from dyn4_gym import cli
 
     ray.init(address=args.address, include_dashboard=False, log_to_driver=False)
     try:

@@ -17,6 +17,8 @@ import os
 
 import numpy as np
 
+from dyn4_gym import cli
+
 METRIC = "mean_return"  # on the validation seeds (dyn4_gym.agents.evaluation.VALIDATION_SEEDS), never the held-out ones
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
@@ -168,7 +170,6 @@ def check_space(trainer: str, space: dict) -> None:
 
 
 def parse_args(argv=None):
-    from dyn4_gym import cli
     from dyn4_gym.agents.evaluation import VALIDATION_SEEDS
 
     ap = cli.Parser(description=__doc__.split("\n\n")[0])
@@ -180,8 +181,8 @@ def parse_args(argv=None):
     ap.add_argument("--chunk", type=cli.positive_int, default=None, help="SHAC iterations or SB3 env steps per report")
     ap.add_argument("--eval-seeds", type=cli.int_in(1, len(VALIDATION_SEEDS)), default=4,
                     help="validation courses per evaluation")
-    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
-    ap.add_argument("--out", default="runs/tune")
+    ap.add_env_kwargs()
+    ap.add_output("--out", "runs/tune")
     ap.add_argument("--name", default=None, help="the sweep's name (its folder under --out; rerun it to resume)")
     ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start Ray on this machine)")
     ap.add_argument("--cpus-per-trial", type=cli.float_in(0.0, 1024.0, lo_open=True), default=1.0,
@@ -191,20 +192,13 @@ def parse_args(argv=None):
         check_space(args.trainer, args.space)
     except ValueError as exc:
         ap.fail("--space", str(exc))
-    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
     if args.name is not None and (not args.name.strip() or os.sep in args.name or args.name in (".", "..")):
         ap.fail("--name", f"must be a folder name, got {args.name!r}")
-    ap.check_output("--out", args.out)
     return args
 
 
+@cli.script
 def main(argv=None):
-    from dyn4_gym import cli
-
-    return cli.script(_main)(argv)
-
-
-def _main(argv=None):
     args = parse_args(argv)
     table = run_sweep(args.trainer, args.space, args.seeds, args.env_kwargs, args.chunks, args.chunk, args.eval_seeds,
                       args.out, args.name, args.address, args.cpus_per_trial)

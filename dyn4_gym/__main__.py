@@ -45,12 +45,9 @@ def parse_args(argv=None):
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
                     help="torch.compile the env step with its backward (minutes once; cached on disk)")
     ap.add_argument("--eval-seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=8)
-    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
-    ap.add_argument("--out", default="runs/main")
-    args = ap.parse_args(argv)
-    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
-    ap.check_output("--out", args.out)
-    return args
+    ap.add_env_kwargs()
+    ap.add_output("--out", "runs/main")
+    return ap.parse_args(argv)
 
 
 @cli.script

@@ -33,6 +33,13 @@ class UsageError(ValueError):
     """What a user gave that the work cannot take (one line, exit 2, through :func:`script`)."""
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: whitespace runs become one space, other unprintable characters
+    (a path may hold any) their escapes."""
+    text = " ".join(text.split())
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _prog(file: str | None) -> str:
     name = os.path.basename(file or sys.argv[0])
     return "python -m dyn4_gym" if name == "__main__.py" else name
@@ -45,9 +52,33 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("prog", _prog(sys._getframe(1).f_globals.get("__file__")))
         super().__init__(*args, **kwargs)
+        self._checks = []  # run on the parsed flags by parse_args
+
+    def parse_args(self, args=None, namespace=None):
+        """Parse, then run the checks the ``add_*`` methods registered (each exits 2 on failure)."""
+        ns = super().parse_args(args, namespace)
+        for check in self._checks:
+            check(ns)
+        return ns
+
+    def add_env_kwargs(self, help: str = "JSON of Dyn4Humvee-v1 keyword arguments") -> None:
+        """``--env-kwargs``: a strict JSON object the env takes (checked with ``EnvConfig``)."""
+        self.add_argument("--env-kwargs", type=json_object, default={}, help=help)
+        self._checks.append(lambda ns: self.check_env_kwargs("--env-kwargs", ns.env_kwargs))
+
+    def add_policy(self, help: str = "'classical', a differentiable-trainer model (.pt) or an SB3 model (.zip)") -> None:
+        """``--policy``: ``classical`` or a file that exists."""
+        self.add_argument("--policy", default="classical", help=help)
+        self._checks.append(lambda ns: ns.policy == "classical" or self.check_file("--policy", ns.policy))
+
+    def add_output(self, flag: str, default, kind: str = "dir", help: str | None = None) -> None:
+        """An output flag, checked writable (:meth:`check_output`) unless it is None."""
+        self.add_argument(flag, default=default, help=help)
+        dest = flag.lstrip("-").replace("-", "_")
+        self._checks.append(lambda ns: getattr(ns, dest) is None or self.check_output(flag, getattr(ns, dest), kind))
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
     def fail(self, flag: str, message: str):
         """A check after parsing that names its flag (exit 2)."""
@@ -106,8 +137,7 @@ def script(main):
             return main(argv)
         except (UsageError, ConfigError, CheckpointError) as exc:
             prog = _prog(main.__globals__.get("__file__"))
-            text = " ".join(str(exc).split())  # one line
-            sys.stderr.write(f"{prog}: error: {text}\n")
+            sys.stderr.write(f"{prog}: error: {one_line(str(exc))}\n")
             raise SystemExit(2) from None
 
     return run

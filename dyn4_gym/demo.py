@@ -198,11 +198,9 @@ def parse_args(argv=None):
     from . import cli
 
     ap = cli.Parser(prog="python -m dyn4_gym.demo", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="runs/demo", help="folder for the plot")
+    ap.add_output("--out", "runs/demo", help="folder for the plot")
     ap.add_argument("--quick", action="store_true", help="fewer skidpad angles (for tests)")
-    args = ap.parse_args(argv)
-    ap.check_output("--out", args.out)
-    return args
+    return ap.parse_args(argv)
 
 
 def main(argv=None) -> None:

@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 
+from dyn4_gym import cli
+
 KEYS = {"left": "a", "right": "d", "up": "w", "down": "s", "a": "a", "d": "d", "w": "w", "s": "s", ".": "."}
 STEER_RATE = 0.25  # steer command change per control step while a steer key is held (full lock in 0.2 s)
 
@@ -120,30 +122,20 @@ def play(env_kwargs: dict, seed: int = 0, keys: str | None = None, out: str | No
 
 
 def parse_args(argv=None):
-    from dyn4_gym import cli
-
     ap = cli.Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=cli.seed, default=0)
-    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap.add_env_kwargs()
     ap.add_argument("--keys", default=None, help="headless: a key script, one character per control step")
-    ap.add_argument("--out", default=None, help="save the last screen here (PNG)")
+    ap.add_output("--out", None, kind="file", help="save the last screen here (PNG)")
     args = ap.parse_args(argv)
-    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
     bad = sorted(set(args.keys or "") - set(KEYS))
     if bad:
         ap.fail("--keys", f"takes a, d, w, s and '.', got {bad[0]!r}")
-    if args.out is not None:
-        ap.check_output("--out", args.out, kind="file")
     return args
 
 
+@cli.script
 def main(argv=None):
-    from dyn4_gym import cli
-
-    return cli.script(_main)(argv)
-
-
-def _main(argv=None):
     args = parse_args(argv)
     res = play(args.env_kwargs, args.seed, args.keys, args.out)
     print(f"{res['steps']} steps, return {res['ret']:.2f}{' (episode over)' if res['done'] else ''}"

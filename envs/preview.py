@@ -11,6 +11,8 @@ import os
 import numpy as np
 import torch
 
+from dyn4_gym import cli
+
 
 def preview(env_kwargs: dict, seed: int, out: str, n: int = 200) -> dict:
     """Write the picture; returns the course's figures (length, curvature, height and friction ranges)."""
@@ -63,25 +65,15 @@ def preview(env_kwargs: dict, seed: int, out: str, n: int = 200) -> dict:
 
 
 def parse_args(argv=None):
-    from dyn4_gym import cli
-
     ap = cli.Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=cli.seed, default=0)
-    ap.add_argument("--out", default="runs/preview/course.png")
-    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
-    args = ap.parse_args(argv)
-    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
-    ap.check_output("--out", args.out, kind="file")
-    return args
+    ap.add_output("--out", "runs/preview/course.png", kind="file")
+    ap.add_env_kwargs()
+    return ap.parse_args(argv)
 
 
+@cli.script
 def main(argv=None):
-    from dyn4_gym import cli
-
-    return cli.script(_main)(argv)
-
-
-def _main(argv=None):
     args = parse_args(argv)
     figures = preview(args.env_kwargs, args.seed, args.out)
     print(", ".join(f"{k} {v}" for k, v in figures.items()), "->", args.out)

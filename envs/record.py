@@ -13,6 +13,8 @@ import tempfile
 import numpy as np
 import torch
 
+from dyn4_gym import cli
+
 
 def _episode(env, policy, seed: int, max_steps: int):
     obs, _ = env.reset(seed=seed)
@@ -68,39 +70,27 @@ def record(policy, env_kwargs: dict, out: str, seed: int = 0, max_steps: int = 8
 
 
 def parse_args(argv=None):
-    from dyn4_gym import cli
-
     ap = cli.Parser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--policy", default="classical", help="'classical', a .pt (SHAC) or a .zip (SB3) model")
-    ap.add_argument("--out", default="runs/video/episode.mp4", help="the video: .mp4 or .gif")
+    ap.add_policy()
+    ap.add_output("--out", "runs/video/episode.mp4", kind="file", help="the video: .mp4 or .gif")
     ap.add_argument("--seed", type=cli.seed, default=0)
     ap.add_argument("--max-steps", type=cli.int_in(1, 10**6), default=800)
     ap.add_argument("--fps", type=cli.int_in(1, 1000), default=None, help="frames per second (default: the env's 20)")
     ap.add_argument("--every", type=cli.int_in(1, 10**6), default=1, help="GIF: keep every n-th frame")
     ap.add_argument("--scale", type=cli.float_in(0.01, 10.0), default=1.0, help="GIF: scale the frames (0.5: half size)")
-    ap.add_argument("--env-kwargs", type=cli.json_object, default={}, help="JSON of Dyn4Humvee-v1 keyword arguments")
+    ap.add_env_kwargs()
     args = ap.parse_args(argv)
     if not args.out.endswith((".mp4", ".gif")):
         ap.fail("--out", f"must end in .mp4 or .gif, got {args.out!r}")
-    if args.policy != "classical":
-        ap.check_file("--policy", args.policy)
-    ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
-    ap.check_output("--out", args.out, kind="file")
     return args
 
 
+@cli.script
 def main(argv=None):
-    from dyn4_gym import cli
-
-    return cli.script(_main)(argv)
-
-
-def _main(argv=None):
     args = parse_args(argv)
-    from dyn4_gym.agents.loading import check_policy_fits, load_policy
+    from dyn4_gym.agents.loading import load_fitting_policy
 
-    policy, name, env_kwargs = load_policy(args.policy, args.env_kwargs)
-    check_policy_fits(policy, name, env_kwargs)
+    policy, name, env_kwargs = load_fitting_policy(args.policy, args.env_kwargs)
     ret, steps, info = record(policy, env_kwargs, args.out, args.seed, args.max_steps, args.fps, args.every, args.scale)
     print(f"{name}, seed {args.seed}: return {ret:.1f} over {steps} steps "
           f"({'finished the course' if info.get('success') else 'did not finish'}) -> {args.out}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["load_policy", "check_policy_fits"]
+__all__ = ["load_policy", "check_policy_fits", "load_fitting_policy"]
 
 
 def load_policy(path: str, env_kwargs: dict | None = None):
@@ -50,3 +50,10 @@ def check_policy_fits(policy, name: str, env_kwargs: dict) -> None:
         check_actions(out.detach() if isinstance(out, torch.Tensor) else out, 2, core.n_action, name="its action")
     except ValueError as exc:
         raise UsageError(f"{where}: {exc}") from None
+
+
+def load_fitting_policy(path: str, env_kwargs: dict | None = None):
+    """:func:`load_policy`, then :func:`check_policy_fits` on the env it will drive."""
+    policy, name, env_kwargs = load_policy(path, env_kwargs)
+    check_policy_fits(policy, name, env_kwargs)
+    return policy, name, env_kwargs
