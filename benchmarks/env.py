@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 import dyn4_gym  # noqa: F401
+from dyn4_gym import cli
 from dyn4_gym.envs import Dyn4DiffEnv, Dyn4VectorEnv, RewardTerm
 
 SECONDS = 2.0
@@ -72,6 +73,27 @@ def bench_vector(n, **kw):
         i[0] += 1
 
     return _rate(step, n), first
+
+
+def bench_render(size=480):
+    """Frames per second of ``render()`` (rgb_array, ``size`` x ``size``) on a single env that
+    drives between frames, and the same env's steps per second without rendering."""
+    env = gym.make("Dyn4Humvee-v1", render_mode="rgb_array")
+    env.reset(seed=0)
+    a = np.array([0.1, 0.4], dtype=np.float32)
+
+    def frame():
+        _, _, term, trunc, _ = env.step(a)
+        if term or trunc:
+            env.reset()
+        env.render()
+
+    def step():
+        _, _, term, trunc, _ = env.step(a)
+        if term or trunc:
+            env.reset()
+
+    return _rate(frame, 1), _rate(step, 1)
 
 
 def _sb3_rate(env, n):
@@ -199,11 +221,13 @@ def parse_args(argv=None):
     ap.add_argument("--driver", action="store_true", help="add the driver variant (Dyn4HumveeDriver-v1) rows")
     ap.add_argument("--ppo", action="store_true", help="SB3 PPO on make_vec_env(n_envs=8), both engines")
     ap.add_argument("--first-call", action="store_true", help="time a new process's first step, cold and warm cache")
+    ap.add_argument("--render", action="store_true", help="add render() frames per second (rgb_array, 480 x 480)")
     ap.add_argument("--diff-only", action="store_true",
                     help="only the differentiable env's rows (eager and compiled, forward + backward)")
     return ap.parse_args(argv)
 
 
+@cli.script(default_torch_threads=None)
 def main(argv=None):
     global SECONDS
     args = parse_args(argv)
@@ -241,6 +265,10 @@ def main(argv=None):
         if args.driver:
             r, first = bench_vector(n, action="driver")
             add(f"numba: make_vec, {n} rows, driver", r, first, "pend")
+    if args.render:
+        fps, steps = bench_render()
+        add("numba: single env, step + render() 480 x 480", fps)
+        print(f"{'':48s} {1e3 / fps - 1e3 / steps:9.2f} ms a frame ({1e3 / steps:.3f} ms a step without it)")
     single = rows[1][1]
     r = bench_sb3(16)
     add("numba: SB3 adapter, 16 rows", r)

@@ -40,7 +40,7 @@ except ImportError:  # Windows: run one process per --out
 import numpy as np
 import torch
 
-from dyn4_gym import FLAT_GROUND
+from dyn4_gym import FLAT_GROUND, cli
 from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
 from dyn4_gym.agents.sb3_glue import load_zoo_config, make_model, model_policy
@@ -468,7 +468,7 @@ def _plots(args, rows, summary, tasks, methods, w0, eval_seeds) -> None:
                           ("summary.json", "learning_summary.json")):
             if os.path.exists(os.path.join(args.out, name)):
                 shutil.copy(os.path.join(args.out, name), os.path.join(args.docs, dst))
-    print(f"\nwrote {args.out}/curves.csv, summary.json, learning.png" + (", pareto.png" if par else "") +
+    print(f"\nwrote {args.out}/summary.json, learning.png" + (", pareto.png" if par else "") +
           (f" (and copies in {args.docs}/)" if args.docs else ""))
 
 
@@ -508,6 +508,7 @@ def parse_args(argv=None):
     return args
 
 
+@cli.script(default_torch_threads=None)
 def main(argv=None) -> int:
     args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
@@ -515,6 +516,11 @@ def main(argv=None) -> int:
     eval_seeds = EVAL_SEEDS[: args.eval_seeds]
     if not args.report_only:
         train_all(args, path, eval_seeds)
+    elif not os.path.exists(path) and args.docs and os.path.exists(os.path.join(args.docs, "learning_curves.csv")):
+        # a fresh clone has no runs of its own: report the committed results
+        path = os.path.join(args.docs, "learning_curves.csv")
+        print(f"no {os.path.join(args.out, 'curves.csv')} yet: reporting the committed {path}")
+        args.docs = ""  # and leave the committed files as they are
     report(args, path, eval_seeds)
     return 0
 

@@ -15,6 +15,7 @@ import torch
 from dyn4_gym.ground import Flat
 from dyn4_gym.plant import HUMVEE, bike_params, bike_step, dyn4_params, dyn4_rest, dyn4_step
 from dyn4_gym.plant.fast import compiled_step
+from dyn4_gym import cli
 
 
 def _inputs(name, p, B, device):
@@ -114,6 +115,7 @@ def parse_args(argv=None):
     return ap.parse_args(argv)
 
 
+@cli.script(default_torch_threads=None)
 def main(argv=None):
     # one compiled function per (plant, batch, grad mode) shares the step's code object
     torch._dynamo.config.recompile_limit = 256

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from dyn4_gym.envs import Dyn4VectorEnv
+from dyn4_gym import cli
 
 
 def parse_args(argv=None):
@@ -24,6 +25,7 @@ def parse_args(argv=None):
     return ap.parse_args(argv)
 
 
+@cli.script(default_torch_threads=None)
 def main(argv=None):
     args = parse_args(argv)
     env = Dyn4VectorEnv(num_envs=args.rows, engine=args.engine)

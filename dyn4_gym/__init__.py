@@ -16,6 +16,7 @@ Each has a ``-v0`` twin whose progress term is not capped at the target speed
 __version__ = "0.1.0"
 
 FLAT_GROUND = {"hills_amplitude": 0.0, "n_patches": 0, "n_bumps": 0}
+EPISODE_STEPS = 800  # EnvConfig.episode_steps's default (tests/test_conventions.py holds them equal)
 
 
 def _register() -> None:
@@ -32,8 +33,10 @@ def _register() -> None:
     for env_id, kwargs in specs.items():
         if env_id in registry:
             continue
+        # the registered limit is the config's episode_steps: gym.make's TimeLimit and the env's
+        # own truncation agree, and tools that read env.spec.max_episode_steps see it
         register(id=env_id, entry_point="dyn4_gym.envs.env:Dyn4Env",
-                 vector_entry_point="dyn4_gym.envs.vector:Dyn4VectorEnv", kwargs=kwargs)
+                 vector_entry_point="dyn4_gym.envs.vector:Dyn4VectorEnv", kwargs=kwargs, max_episode_steps=EPISODE_STEPS)
 
 
 _register()

@@ -20,16 +20,30 @@ from .agents import SHAC, PurePursuit, SHACConfig
 ENV_STEPS = 200_000  # the main job's budget
 
 
-def _progress(rec: dict, budget: int) -> None:
-    """One line, rewritten in place: a bar, env steps, the recent episodes' return and an ETA."""
-    import sys
+class Progress:
+    """One line, rewritten in place: a bar, env steps, the recent episodes' return and an ETA.
 
-    done = min(rec["env_steps"] / budget, 1.0)
-    eta = rec["time"] * (1.0 - done) / max(done, 1e-9)
-    bar = "#" * int(30 * done) + "." * (30 - int(30 * done))
-    sys.stdout.write(f"\r[{bar}] {done:4.0%} {rec['env_steps']:>8,} env steps  return {rec['episode_return']:7.2f}  "
-                     f"{rec['time']:5.0f} s, ETA {eta:4.0f} s")
-    sys.stdout.flush()
+    The ETA comes from the rate since the first iteration, which carries the one-off cost of
+    compiling (minutes the first time) and would otherwise inflate it a hundredfold; that first
+    window's time is said on a line of its own."""
+
+    def __init__(self, budget: int):
+        self.budget, self.first = budget, None
+
+    def __call__(self, rec: dict) -> None:
+        import sys
+
+        done = min(rec["env_steps"] / self.budget, 1.0)
+        if self.first is None:
+            self.first = (rec["time"], rec["env_steps"])
+            print(f"first window (compiling included): {rec['time']:.1f} s")
+        t1, s1 = self.first
+        rate = (rec["env_steps"] - s1) / (rec["time"] - t1) if rec["time"] > t1 else None
+        eta = "  ..." if rate is None else f"{(self.budget - rec['env_steps']) / rate:5.0f} s"
+        bar = "#" * int(30 * done) + "." * (30 - int(30 * done))
+        sys.stdout.write(f"\r[{bar}] {done:4.0%} {rec['env_steps']:>8,} env steps  return {rec['episode_return']:7.2f}  "
+                         f"{rec['time']:5.0f} s, ETA {eta}")
+        sys.stdout.flush()
 
 
 def parse_args(argv=None):
@@ -67,10 +81,19 @@ def main(argv=None) -> dict:
     print(f"dyn4-gym: training a policy through the plant (SHAC) for {args.env_steps:,} env steps on Dyn4Humvee-v1")
     t0 = time.perf_counter()
     if args.compile:
-        print("compiling the env step and its backward (a few minutes the first time on this machine, then cached) ...")
+        try:  # where Inductor keeps its cache (TORCHINDUCTOR_CACHE_DIR moves it)
+            from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+            cache = cache_dir()
+        except Exception:  # pragma: no cover - another torch version
+            cache = "Inductor's cache folder"
+        print("compiling with torch.compile, in the first window: two graphs, one plant substep with its course "
+              "projection and sums (run 5 times a step) and the step's finish (checks, reward terms, observation), "
+              f"each forward and backward. Minutes the first time on a small or busy machine, seconds once cached "
+              f"({cache}); --no-compile skips it and trains eagerly (README, 'First run').")
     agent = SHAC(SHACConfig(num_envs=args.num_envs, seed=args.seed, compile=args.compile), env_kwargs)
     history = agent.train(seconds=args.seconds, env_steps=args.env_steps, log=None,
-                          on_iteration=lambda rec: _progress(rec, args.env_steps))
+                          on_iteration=Progress(args.env_steps))
     print()
     agent.save(os.path.join(args.out, "model.pt"))
     print(f"\nevaluating on {len(seeds)} held-out seeds ...")

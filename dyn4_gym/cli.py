@@ -8,6 +8,7 @@
 - Errors the work itself finds in what the user gave (a config the env refuses, a checkpoint that
   does not load, a policy of the other action interface) are one line on stderr too, exit 2
   (:func:`script`). Anything else is a bug and keeps its traceback.
+- Threads: every script applies ``DYN4_GYM_THREADS`` first (dyn4_gym/threads.py).
 - Outputs are checked writable first (:meth:`Parser.check_output`), and JSON is written strict
   (:func:`write_json`: no ``NaN``; a non-finite figure is ``null``).
 
@@ -124,15 +125,25 @@ class Parser(argparse.ArgumentParser):
             self.fail(flag, f"{path}: no such file")
 
 
-def script(main):
-    """Wrap a script's ``main(argv)``: the users' errors (:class:`UsageError`, ``ConfigError``,
-    ``CheckpointError``) become one line on stderr and exit status 2."""
+def script(main=None, *, default_torch_threads: int | None = 1):
+    """Wrap a script's ``main(argv)``: ``DYN4_GYM_THREADS`` is applied first (torch's threads
+    default to ``default_torch_threads``: dyn4_gym/threads.py), and the users' errors
+    (:class:`UsageError`, ``ConfigError``, ``CheckpointError``) become one line on stderr and exit
+    status 2. ``@script`` or ``@script(default_torch_threads=None)``."""
+    if main is None:
+        return functools.partial(script, default_torch_threads=default_torch_threads)
     from ._checks import ConfigError
 
     @functools.wraps(main)
     def run(argv=None):
         from .agents.shac import CheckpointError
+        from .threads import script_threads
 
+        try:
+            script_threads(default_torch_threads)  # DYN4_GYM_THREADS (dyn4_gym/threads.py)
+        except ValueError as exc:
+            sys.stderr.write(f"{_prog(main.__globals__.get('__file__'))}: error: {exc}\n")
+            raise SystemExit(2) from None
         try:
             return main(argv)
         except (UsageError, ConfigError, CheckpointError) as exc:

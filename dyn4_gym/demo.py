@@ -204,6 +204,12 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> None:
+    from . import cli
+
+    return cli.script(_main)(argv)
+
+
+def _main(argv=None) -> None:
     args = parse_args(argv)
     run(args.out, args.quick)
 

@@ -13,6 +13,7 @@ Headless, ``--keys`` replays a script, one character per control step (``a``/``d
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -73,6 +74,13 @@ class Screen:
         self.fig.savefig(path, dpi=100)
 
 
+def has_screen() -> bool:
+    """Whether a window can open here: a display on Linux and the BSDs (macOS and Windows have one)."""
+    if os.name == "posix" and sys.platform != "darwin":
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
 def play(env_kwargs: dict, seed: int = 0, keys: str | None = None, out: str | None = None) -> dict:
     """Drive one session; with ``keys`` headless (a script), else interactive. Returns figures."""
     import gymnasium as gym
@@ -131,6 +139,8 @@ def parse_args(argv=None):
     bad = sorted(set(args.keys or "") - set(KEYS))
     if bad:
         ap.fail("--keys", f"takes a, d, w, s and '.', got {bad[0]!r}")
+    if args.keys is None and not has_screen():
+        ap.error("no screen to play on (no display here): give --keys to drive headless")
     return args
 
 

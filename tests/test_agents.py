@@ -180,6 +180,13 @@ def test_rl_zoo_trains_from_our_config(tmp_path):
                 "--conf-file", str(ROOT / "configs" / "ppo.yml"), "-n", "512", "--log-folder", str(tmp_path),
                 "--eval-freq", "-1", "--hyperparams", "n_envs:2", "n_steps:64", "batch_size:64")
     assert r.returncode == 0, r.stderr[-3000:]
+    # and evaluate.py takes the Zoo's model, finding its normaliser in the Zoo's folder
+    model = next(tmp_path.glob("ppo/Dyn4Humvee-v1_*/Dyn4Humvee-v1.zip"))
+    assert (model.parent / "Dyn4Humvee-v1" / "vecnormalize.pkl").exists()
+    r = _script(str(ROOT / "agents" / "evaluate.py"), "--policy", str(model), "--seeds", "1", "--out",
+                str(tmp_path / "eval"), "--env-kwargs", '{"course": {"length": 60.0}}')
+    assert r.returncode == 0 and "mean_return" in r.stdout, r.stderr[-3000:]
+    assert "no vecnormalize.pkl" not in r.stderr
 
 
 @pytest.mark.slow

@@ -280,7 +280,7 @@ def test_spec_kwargs_record_the_run_and_options_change_the_next_episode():
 
 
 def test_render_rgb_array():
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("pygame")
     env = gym.make("Dyn4Humvee-v1", render_mode="rgb_array")
     env.reset(seed=0)
     env.step(np.array([0.1, 0.2]))

@@ -130,13 +130,29 @@ class EpisodeTermsCallback(_callback_base()):
         return True
 
 
+def find_vecnormalize(model_path: str) -> str | None:
+    """The observation normaliser saved with an SB3 model: ``vecnormalize.pkl`` beside it
+    (train_sb3.py), or in the folder named after it or after its env (RL Zoo: ``<run>/<env id>/
+    vecnormalize.pkl`` beside ``<run>/<env id>.zip``); None if there is none."""
+    folder = os.path.dirname(os.path.abspath(model_path))
+    stem = os.path.splitext(os.path.basename(model_path))[0]
+    for cand in (os.path.join(folder, "vecnormalize.pkl"), os.path.join(folder, stem, "vecnormalize.pkl")):
+        if os.path.isfile(cand):
+            return cand
+    found = sorted(os.path.join(folder, d, "vecnormalize.pkl") for d in os.listdir(folder)
+                   if os.path.isfile(os.path.join(folder, d, "vecnormalize.pkl")))
+    return found[0] if len(found) == 1 else None
+
+
 def sb3_policy(model_path: str):
-    """``(policy(obs tensor) -> action tensor, env_kwargs)`` for a model saved by train_sb3.py,
-    with its observation normalisation (``vecnormalize.pkl`` beside it) applied."""
+    """``(policy(obs tensor) -> action tensor, env_kwargs)`` for an SB3 model (train_sb3.py's, RL
+    Zoo's or any PPO / SAC / TD3 / A2C ``.zip``), with its observation normalisation
+    (:func:`find_vecnormalize`) applied; a warning says when there is none to apply."""
     import json
     import pickle
+    import warnings
 
-    from stable_baselines3 import PPO, SAC
+    import stable_baselines3 as sb3
 
     from .shac import CheckpointError, _why
 
@@ -150,14 +166,25 @@ def sb3_policy(model_path: str):
                 meta = json.load(fh)
         if not isinstance(meta, dict) or meta.get("algo", "ppo") not in ("ppo", "sac"):
             raise ValueError("run.json beside the model is not train_sb3.py's")
-        cls = {"ppo": PPO, "sac": SAC}[meta.get("algo", "ppo")]
-        model = cls.load(model_path, device="cpu")
+        # run.json names the algorithm; without it (a model from elsewhere) each is tried
+        names = [meta["algo"].upper()] if "algo" in meta else ["PPO", "SAC", "TD3", "A2C", "DDPG"]
+        model, errors = None, []
+        for name in names:
+            try:
+                model = getattr(sb3, name).load(model_path, device="cpu")
+                break
+            except Exception as exc:  # the zip's policy belongs to another algorithm
+                errors.append(f"{name}: {_why(exc)}")
+        if model is None:
+            raise ValueError("no SB3 algorithm loads it (" + "; ".join(errors)[:300] + ")")
         norm = None
-        vn = os.path.join(folder, "vecnormalize.pkl")
-        if os.path.exists(vn):
+        vn = find_vecnormalize(model_path)
+        if vn is not None:
             with open(vn, "rb") as fh:
                 norm = pickle.load(fh)  # noqa: S301 (SB3's own format)
     except Exception as exc:
-        raise CheckpointError(f"{model_path} is not a usable SB3 model from train_sb3.py ({_why(exc)})") from None
-
+        raise CheckpointError(f"{model_path} is not a usable SB3 model ({_why(exc)})") from None
+    if norm is None:
+        warnings.warn(f"no vecnormalize.pkl found with {model_path}: its policy sees raw observations "
+                      "(right only if it was trained without VecNormalize)", RuntimeWarning, stacklevel=2)
     return _predictor(model, norm), meta.get("env_kwargs", {})

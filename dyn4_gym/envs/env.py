@@ -8,6 +8,8 @@ from .config import EnvConfig
 from .inputs import OwnSpec, check_actions, check_seed, seed_keys, seed_to_key, to_numpy_info
 from .vector import BatchRunner
 
+UNLIMITED = 10**7  # EnvConfig.episode_steps's bound: no truncation of the env's own (TimeLimit's instead)
+
 __all__ = ["Dyn4Env", "check_actions", "check_seed", "seed_keys", "seed_to_key", "to_numpy_info"]
 
 
@@ -85,9 +87,27 @@ class Dyn4Env(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.render_mode = render_mode
+        if render_mode is not None:
+            from .render import import_pygame
+
+            import_pygame()  # a missing extra is named now, not at the first frame
         self._runner = BatchRunner(EnvConfig.from_dict(kwargs), 1)
         self.action_space, self.observation_space = self._runner.core.spaces()
         self._renderer = None
+
+    def _spec_set(self, spec):
+        """``gym.make`` hands its spec over, then wraps the env in ``TimeLimit`` (the registered
+        800 steps, or ``gym.make(..., max_episode_steps=N)``): Gymnasium's limit is then the
+        episode limit, so the env's own truncation is lifted (unless ``episode_steps`` was given,
+        which stays the env's limit). ``gym.make_vec`` gives the vector env the same limit
+        (:class:`Dyn4VectorEnv`), so every face truncates at the same step."""
+        from gymnasium.envs.registration import registry
+
+        reg = registry.get(spec.id)
+        if ("episode_steps" not in spec.kwargs and reg is not None and reg.max_episode_steps is not None
+                and self._runner.state is None and self.config.episode_steps != UNLIMITED):
+            self._runner = BatchRunner(self.config.replace({"episode_steps": UNLIMITED}), 1)
+        return spec
 
     @property
     def config(self) -> EnvConfig:
@@ -138,7 +158,8 @@ class Dyn4Env(gym.Env):
             raise RuntimeError("call reset() before render()")
         from .render import TopDownRenderer
 
-        if self._renderer is None:
+        if self._renderer is None or self._renderer.core is not self.core:  # options may have changed the task
+            self.close()
             self._renderer = TopDownRenderer(self.core, human=self.render_mode == "human")
         frame = self._renderer.draw(self._runner.task_state(), 0)
         return None if self.render_mode == "human" else frame

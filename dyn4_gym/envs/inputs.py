@@ -99,4 +99,5 @@ class OwnSpec:
             import dataclasses
 
             spec = dataclasses.replace(spec, kwargs=frozen_copy(spec.kwargs))
-        obj.__dict__[self.attr] = spec
+        hook = getattr(obj, "_spec_set", None)
+        obj.__dict__[self.attr] = spec if hook is None or spec is None else hook(spec)

@@ -1,11 +1,18 @@
-"""Top-down rendering with matplotlib (the ``plot`` extra), imported only when asked for.
+"""Top-down rendering with pygame (the ``render`` extra), imported only when asked for, as
+Gymnasium's own classic-control envs draw.
 
-The view follows the car: the ground's friction shaded (darker is grippier) and its height in
-contours, for any terrain kind; the course and its corridor; and the car with its four wheels coloured by load relative to static
-(blue light, red heavy).
+The view follows the car, north up, ``span`` metres across: the ground's friction shaded (darker
+is grippier; any terrain kind) with its height as light and shade, the course's centre line and
+its corridor, the car with its four wheels (steered at the front, coloured by load relative to
+static: blue light, red heavy) and its heading, and a readout of speed, steer, distance and time.
+``rgb_array`` draws off-screen (no display needed); ``human`` shows the same frame in a window.
+Measured here: about 2 ms a frame at 480 x 480 (benchmarks/env.py --render), against 183 ms for
+the matplotlib renderer it replaced.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import torch
@@ -13,88 +20,154 @@ import torch
 from .._tree import take_rows
 from ..plant.corners import forces_at
 
-__all__ = ["TopDownRenderer"]
+__all__ = ["TopDownRenderer", "import_pygame"]
+
+GROUND_CELL = 0.5  # [m] the ground is sampled once an episode on this grid, then scaled per frame
+
+
+def import_pygame():
+    """pygame, or an ``ImportError`` that says how to install it."""
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    try:
+        import pygame
+    except ImportError:
+        raise ImportError("rendering needs pygame: pip install 'dyn4-gym[render]' (or pip install pygame)") from None
+    return pygame
+
+
+def _load_colour(load: np.ndarray) -> np.ndarray:
+    """Wheel load relative to static -> RGB (blue at 0.5, white at 1, red at 1.5; clipped)."""
+    t = np.clip(load - 1.0, -0.5, 0.5)[:, None] * 2.0  # -1 .. 1
+    white, blue, red = np.array([235.0, 235, 235]), np.array([59.0, 76, 192]), np.array([180.0, 4, 38])
+    return np.where(t < 0, white + (white - blue) * t, white + (red - white) * t).astype(int)
 
 
 class TopDownRenderer:
+    """Draws one row of a task state: ``draw(state, row) -> (size, size, 3) uint8``."""
+
     def __init__(self, core, human: bool = False, size: int = 480, span: float = 60.0):
-        import matplotlib
-
-        if not human:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
-        self.plt = plt
-        self.core = core
-        self.human = human
-        self.span = span
-        self.fig, self.ax = plt.subplots(figsize=(size / 100, size / 100), dpi=100)
+        self.pg = pg = import_pygame()
+        self.core, self.human, self.size, self.span = core, human, int(size), float(span)
+        self.scale = self.size / self.span  # [px / m]
         if human:
-            plt.ion()
+            pg.display.init()
+            self.window = pg.display.set_mode((self.size, self.size))
+            pg.display.set_caption("dyn4-gym")
+            self.clock = pg.time.Clock()
+        self.surface = pg.Surface((self.size, self.size))
+        pg.font.init()
+        self.font = pg.font.Font(None, 20)
+        self._grounds = {}  # row -> (episode fingerprint, ground surface, its world origin [m])
 
-    def _ground_image(self, ter, row: int, centre, n: int = 160):
-        """Friction (shaded) and height (contours) of any terrain kind, sampled over the view."""
-        side = self.span
-        lo = np.asarray(centre) - side / 2
-        gx, gy = np.meshgrid(np.linspace(lo[0], lo[0] + side, n), np.linspace(lo[1], lo[1] + side, n))
-        pts = torch.as_tensor(np.stack((gx, gy), -1).reshape(1, -1, 2), dtype=self.core.dtype, device=self.core.device)
+    def _px(self, pts: np.ndarray, centre: np.ndarray) -> np.ndarray:
+        """World points ``(..., 2)`` [m] -> pixel coordinates (x right, y down)."""
+        d = (pts - centre) * self.scale
+        return np.stack((self.size / 2 + d[..., 0], self.size / 2 - d[..., 1]), -1)
+
+    def _ground_surface(self, state, row: int, xy: np.ndarray):
+        """The row's ground over its whole course (plus half a view around it), drawn once an
+        episode: friction as colour (darker is grippier), height as light and shade (its
+        x-slope, lit from the west), one pixel per ``GROUND_CELL``; north is up."""
+        pg = self.pg
+        fp = (int(state.key[row]), int(state.episode[row]), float(xy[-1, 0]), float(xy[-1, 1]))
+        cached = self._grounds.get(row)
+        if cached is not None and cached[0] == fp:
+            return cached[1], cached[2]
+        margin = self.span / 2 + self.core.cfg.course.half_width + 5.0  # the view while the car is on the corridor
+        lo, hi = xy.min(0) - margin, xy.max(0) + margin
+        nx, ny = (np.ceil((hi - lo) / GROUND_CELL)).astype(int)
+        gx = lo[0] + (np.arange(nx) + 0.5) * GROUND_CELL
+        gy = hi[1] - (np.arange(ny) + 0.5) * GROUND_CELL  # image row 0 at the top (north)
+        pts = np.stack(np.meshgrid(gx, gy), -1).reshape(1, -1, 2)
         with torch.no_grad():
-            mu, h = take_rows(ter, slice(row, row + 1))(pts)
-        mu = mu.reshape(n, n).double().cpu().numpy()
-        h = h.reshape(n, n).double().cpu().numpy()
-        ext = (lo[0], lo[0] + side, lo[1], lo[1] + side)
-        self.ax.imshow(mu, origin="lower", extent=ext, cmap="YlOrBr_r", vmin=0.2, vmax=1.2, alpha=0.45)
-        if float(h.max() - h.min()) > 1e-6:
-            self.ax.contour(gx, gy, h, levels=8, colors="0.55", linewidths=0.4)
+            mu, h = take_rows(state.terrain, slice(row, row + 1))(
+                torch.as_tensor(pts, dtype=self.core.dtype, device=self.core.device))
+        mu = mu.reshape(ny, nx).double().cpu().numpy()
+        h = h.reshape(ny, nx).double().cpu().numpy()
+        shade = np.clip(np.gradient(h, axis=1) / GROUND_CELL * 2.0, -0.25, 0.25) if nx > 1 else 0.0
+        g = np.clip(1.2 - mu, 0.0, 1.0)  # 0 grippy .. 1 slippery
+        rgb = np.stack((150 + 90 * g, 120 + 110 * g, 80 + 150 * g), -1) * (1.0 - shade)[..., None]
+        surf = pg.surfarray.make_surface(np.clip(rgb, 0, 255).astype(np.uint8).transpose(1, 0, 2))
+        origin = np.array([lo[0], hi[1]])  # the world point at the image's top-left corner
+        self._grounds[row] = (fp, surf, origin)
+        return surf, origin
 
-    def draw(self, state, row: int = 0):
-        from matplotlib.patches import Polygon
+    def _ground(self, state, row: int, xy: np.ndarray, centre: np.ndarray):
+        """Blit the part of the row's ground under the view, scaled to the frame."""
+        pg = self.pg
+        surf, origin = self._ground_surface(state, row, xy)
+        # the view's top-left corner in ground pixels, split into whole cells and a remainder
+        corner = np.array([(centre[0] - self.span / 2 - origin[0]), (origin[1] - (centre[1] + self.span / 2))]) / GROUND_CELL
+        whole = np.floor(corner).astype(int)
+        n = int(np.ceil(self.span / GROUND_CELL)) + 2
+        rect = pg.Rect(int(whole[0]), int(whole[1]), n, n).clip(surf.get_rect())
+        if rect.w <= 0 or rect.h <= 0:
+            self.surface.fill((200, 190, 170))
+            return
+        k = GROUND_CELL * self.scale  # frame pixels per ground pixel
+        crop = pg.transform.scale(surf.subsurface(rect), (int(round(rect.w * k)), int(round(rect.h * k))))
+        self.surface.fill((200, 190, 170))
+        self.surface.blit(crop, (int(round((rect.x - corner[0]) * k)), int(round((rect.y - corner[1]) * k))))
 
-        core, ax = self.core, self.ax
-        ax.clear()
+    def draw(self, state, row: int = 0, loads: np.ndarray | None = None) -> np.ndarray | None:
+        """Draw ``row`` of ``state`` (a :class:`TaskState`); ``loads (B, 4)`` relative wheel loads
+        of every row if the caller has them (a vector env drawing all rows computes them once)."""
+        pg, core, surf = self.pg, self.core, self.surface
         with torch.no_grad():
             x = state.x[row].double().cpu().numpy()
             xy = state.course_xy[row].double().cpu().numpy()
             th = state.course_heading[row].double().cpu().numpy()
-            ter = state.terrain
-            f = forces_at(state.x, state.x[:, 12], state.x[:, 13], core.p, ter)
-            load = (f.Fz[row] / core.p.Fz0).double().cpu().numpy()
-        hw = core.cfg.course.half_width
-        nrm = np.stack((-np.sin(th), np.cos(th)), -1)
-        self._ground_image(ter, row, x[:2])
-        ax.plot(xy[:, 0], xy[:, 1], color="0.5", lw=0.8, ls="--")
-        for side in (1, -1):
-            edge = xy + side * hw * nrm
-            ax.plot(edge[:, 0], edge[:, 1], color="k", lw=1.2)
+            if loads is None:
+                loads = self.loads(state)
+        centre = x[:2]
+        self._ground(state, row, xy, centre)
+        # the course: centre line and corridor, only the points near the view
+        near = np.abs(xy - centre).max(-1) < self.span
+        if near.sum() >= 2:
+            idx = np.flatnonzero(near)
+            seg = slice(idx[0], idx[-1] + 1)
+            nrm = np.stack((-np.sin(th[seg]), np.cos(th[seg])), -1)
+            hw = core.cfg.course.half_width
+            pg.draw.lines(surf, (110, 110, 110), False, self._px(xy[seg], centre).tolist(), 1)
+            for side in (1.0, -1.0):
+                pg.draw.lines(surf, (20, 20, 20), False, self._px(xy[seg] + side * hw * nrm, centre).tolist(), 2)
+        # the car: body, wheels (front ones steered), a heading mark
+        p = core.p
         c, s = np.cos(x[2]), np.sin(x[2])
         rot = np.array([[c, -s], [s, c]])
-        p = core.p
-        lf, lr = float(p.lf), float(p.lr)
-        w = float(p.y_w[0]) + 0.25
-        body = np.array([[lf + 0.9, w], [lf + 0.9, -w], [-lr - 0.9, -w], [-lr - 0.9, w]]) @ rot.T + x[:2]
-        ax.add_patch(Polygon(body, closed=True, fc=(0.35, 0.45, 0.3), ec="k", lw=1.0))
-        cmap = self.plt.get_cmap("coolwarm")
+        lf, lr, w = float(p.lf), float(p.lr), float(p.y_w[0]) + 0.25
+        body = np.array([[lf + 0.9, w], [lf + 0.9, -w], [-lr - 0.9, -w], [-lr - 0.9, w]]) @ rot.T + centre
+        pg.draw.polygon(surf, (89, 115, 77), self._px(body, centre).tolist())
+        pg.draw.polygon(surf, (0, 0, 0), self._px(body, centre).tolist(), 1)
+        colours = _load_colour(np.asarray(loads[row], dtype=np.float64))
+        wheel = np.array([[0.47, 0.16], [0.47, -0.16], [-0.47, -0.16], [-0.47, 0.16]])
         for i in range(4):
-            cx, cy = float(p.x_w[i]), float(p.y_w[i])
-            d = float(state.x[row, 12]) if i < 2 else 0.0
+            d = float(x[12]) if i < 2 else 0.0
             cd, sd = np.cos(d), np.sin(d)
-            wheel = np.array([[0.47, 0.16], [0.47, -0.16], [-0.47, -0.16], [-0.47, 0.16]])
-            wheel = wheel @ np.array([[cd, -sd], [sd, cd]]).T + [cx, cy]
-            ax.add_patch(Polygon(wheel @ rot.T + x[:2], closed=True,
-                                 fc=cmap(float(np.clip(0.5 + (load[i] - 1.0), 0, 1))), ec="k", lw=0.6))
-        half = self.span / 2
-        ax.set_xlim(x[0] - half, x[0] + half)
-        ax.set_ylim(x[1] - half, x[1] + half)
-        ax.set_aspect("equal")
-        ax.set_xticks([])
-        ax.set_yticks([])
-        ax.set_title(f"v {x[3]:.1f} m/s   s {float(state.s[row]):.0f} m   t {int(state.t[row]) * core.cfg.control_dt:.1f} s",
-                     fontsize=9)
-        self.fig.canvas.draw()
-        img = np.asarray(self.fig.canvas.buffer_rgba())[..., :3].copy()
+            pts = (wheel @ np.array([[cd, -sd], [sd, cd]]).T + [float(p.x_w[i]), float(p.y_w[i])]) @ rot.T + centre
+            pg.draw.polygon(surf, colours[i].tolist(), self._px(pts, centre).tolist())
+            pg.draw.polygon(surf, (0, 0, 0), self._px(pts, centre).tolist(), 1)
+        nose = np.array([[lf + 0.9, 0.0], [lf + 2.4, 0.0]]) @ rot.T + centre
+        pg.draw.line(surf, (250, 250, 250), *self._px(nose, centre).tolist(), 2)
+        # the readout
+        steer = float(x[12]) / float(p.delta_max)
+        text = (f"v {x[3]:5.1f} m/s  steer {steer:+.2f}  s {float(state.s[row]):5.0f} m  "
+                f"t {int(state.t[row]) * core.cfg.control_dt:5.1f} s")
+        pg.draw.rect(surf, (255, 255, 255), (0, 0, self.size, 20))
+        surf.blit(self.font.render(text, True, (0, 0, 0)), (6, 3))
         if self.human:
-            self.plt.pause(0.001)
-        return img
+            self.pg.event.pump()
+            self.window.blit(surf, (0, 0))
+            self.pg.display.flip()
+            self.clock.tick(round(1.0 / core.cfg.control_dt))
+        return np.ascontiguousarray(pg.surfarray.array3d(surf).transpose(1, 0, 2))
+
+    def loads(self, state) -> np.ndarray:
+        """``(B, 4)`` wheel loads relative to static, every row."""
+        with torch.no_grad():
+            f = forces_at(state.x, state.x[:, 12], state.x[:, 13], self.core.p, state.terrain)
+            return (f.Fz / self.core.p.Fz0).double().cpu().numpy()
 
     def close(self):
-        self.plt.close(self.fig)
+        if self.human:
+            self.pg.display.quit()

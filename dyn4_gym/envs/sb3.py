@@ -1,12 +1,22 @@
 """A Stable-Baselines3 ``VecEnv`` over the batched task core (needs the ``sb3`` extra).
 
 SB3 semantics: a finished row is reset at once; its last observation is in
-``infos[i]["terminal_observation"]`` and ``infos[i]["TimeLimit.truncated"]`` says whether it
-ended by the time limit (and not by termination). ``PPO("MlpPolicy", Dyn4SB3VecEnv(16))`` trains
-on one torch batch.
+``infos[i]["terminal_observation"]``, ``infos[i]["TimeLimit.truncated"]`` says whether it
+ended by the time limit (and not by termination), and ``infos[i]["episode"]`` carries the
+episode's return, length and wall-clock time (``{"r", "l", "t"}``, as SB3's ``Monitor`` writes
+them, so the logger's ``rollout/ep_rew_mean`` works without a wrapper; ``VecMonitor`` on top
+overwrites them with its own). ``PPO("MlpPolicy", Dyn4SB3VecEnv(16))`` trains on one batch.
+
+A complete ``VecEnv``: ``render_mode="rgb_array"`` with ``get_images()`` / ``render()`` (tiled
+frames, so ``VecVideoRecorder`` records it), ``seed()`` (row ``i`` reset with ``seed + i``,
+equal to a ``DummyVecEnv`` of single envs seeded the same), and ``get_attr`` / ``set_attr`` /
+``env_method`` with ``indices``: every row is the same env (one batch), so an attribute reads
+the same for each index, and one can only be set for all rows.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
@@ -19,13 +29,25 @@ __all__ = ["Dyn4SB3VecEnv"]
 
 
 class Dyn4SB3VecEnv(VecEnv):
-    def __init__(self, num_envs: int = 16, **kwargs):
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+
+    def __init__(self, num_envs: int = 16, render_mode: str | None = None, **kwargs):
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         runner = BatchRunner(EnvConfig.from_dict(kwargs), num_envs)  # checks num_envs and the config first
+        if render_mode is not None:
+            from .render import import_pygame
+
+            import_pygame()
         act_space, obs_space = runner.core.spaces()
-        self.render_mode = None
+        self.render_mode = render_mode
         super().__init__(num_envs, obs_space, act_space)
         self.runner = runner
         self._actions = None
+        self._renderer = None
+        self._ep_return = np.zeros(num_envs)
+        self._ep_length = np.zeros(num_envs, dtype=np.int64)
+        self._t0 = time.time()
 
     @property
     def config(self) -> EnvConfig:
@@ -36,6 +58,8 @@ class Dyn4SB3VecEnv(VecEnv):
         obs = self.runner.reset(seeds)
         self._reset_seeds()
         self.reset_infos = [{} for _ in range(self.num_envs)]
+        self._ep_return[:] = 0.0
+        self._ep_length[:] = 0
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -46,20 +70,46 @@ class Dyn4SB3VecEnv(VecEnv):
         obs, reward, term, trunc, raw = self.runner.step(self._actions)
         done = term | trunc
         infos = [self.runner.info_row(raw, i) for i in range(self.num_envs)]
+        self._ep_return += reward
+        self._ep_length += 1
         if done.any():
+            now = round(time.time() - self._t0, 6)
             for i in np.flatnonzero(done):
                 infos[i]["terminal_observation"] = obs[i].copy()
                 infos[i]["TimeLimit.truncated"] = bool(trunc[i] and not term[i])
+                infos[i]["episode"] = {"r": float(self._ep_return[i]), "l": int(self._ep_length[i]), "t": now}
+            self._ep_return[done] = 0.0
+            self._ep_length[done] = 0
             obs[done] = self.runner.autoreset(done)
         return obs, reward.astype(np.float32), done, infos
 
-    def close(self) -> None:
-        pass
+    def get_images(self) -> list[np.ndarray]:
+        """One ``(480, 480, 3)`` frame per row (``render_mode="rgb_array"``)."""
+        if self.render_mode != "rgb_array":
+            raise ValueError("get_images() needs render_mode='rgb_array'")
+        self.runner.check_started()
+        from .render import TopDownRenderer
 
+        if self._renderer is None or self._renderer.core is not self.runner.core:
+            self._renderer = TopDownRenderer(self.runner.core)
+        state = self.runner.task_state()
+        loads = self._renderer.loads(state)
+        return [self._renderer.draw(state, i, loads) for i in range(self.num_envs)]
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+    # every row is the same env: attributes are the batch's
     def get_attr(self, attr_name, indices=None):
         return [getattr(self, attr_name) for _ in self._get_indices(indices)]
 
     def set_attr(self, attr_name, value, indices=None):
+        rows = list(self._get_indices(indices))
+        if sorted(rows) != list(range(self.num_envs)):
+            raise ValueError(f"set_attr({attr_name!r}) for rows {rows}: the rows share one env, so an attribute is "
+                             "set for all of them (indices=None)")
         setattr(self, attr_name, value)
 
     def env_method(self, method_name, *method_args, indices=None, **method_kwargs):
@@ -68,3 +118,6 @@ class Dyn4SB3VecEnv(VecEnv):
     def env_is_wrapped(self, wrapper_class, indices=None):
         return [False for _ in self._get_indices(indices)]
 
+    def get_wrapper_attr(self, name: str):
+        """As ``gymnasium.Env.get_wrapper_attr``: the env has no wrappers, so its own attribute."""
+        return getattr(self, name)

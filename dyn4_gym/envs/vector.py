@@ -141,12 +141,23 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
     spec = OwnSpec()  # the caller's keyword arguments, copied (envs/inputs.py)
 
     def __init__(self, num_envs: int = 1, autoreset_mode=AutoresetMode.NEXT_STEP, render_mode: str | None = None,
-                 **kwargs):
+                 max_episode_steps: int | None = None, **kwargs):
+        """``max_episode_steps`` (what ``gym.make_vec`` passes: the registered 800, or yours) is
+        the episode limit unless ``episode_steps`` is given, as :class:`Dyn4Env` takes it from
+        ``gym.make``; the two faces then truncate at the same step."""
+        if max_episode_steps is not None and "episode_steps" not in kwargs:
+            kwargs["episode_steps"] = max_episode_steps
         self.autoreset_mode = AutoresetMode(autoreset_mode) if not isinstance(autoreset_mode, AutoresetMode) else autoreset_mode
         self.metadata = dict(self.metadata, autoreset_mode=self.autoreset_mode)
         self.num_envs = num_envs
         self.runner = BatchRunner(EnvConfig.from_dict(kwargs), num_envs)
         self.render_mode = render_mode
+        if render_mode is not None:
+            if render_mode not in self.metadata["render_modes"]:
+                raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+            from .render import import_pygame
+
+            import_pygame()
         self.single_action_space, self.single_observation_space = self.runner.core.spaces()
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -221,10 +232,11 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
             return None
         from .render import TopDownRenderer
 
-        if self._renderer is None:
+        if self._renderer is None or self._renderer.core is not self.runner.core:
             self._renderer = TopDownRenderer(self.runner.core)
         state = self.runner.task_state()
-        return tuple(self._renderer.draw(state, i) for i in range(self.num_envs))
+        loads = self._renderer.loads(state)  # every row's at once
+        return tuple(self._renderer.draw(state, i, loads) for i in range(self.num_envs))
 
     def close_extras(self, **kwargs):
         if self._renderer is not None:

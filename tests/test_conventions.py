@@ -1,0 +1,239 @@
+"""Gymnasium's and SB3's conventions, compared with their own reference behaviour (issue 24):
+episode limits on every face, every Box wrapper on every id, and the SB3 adapter as a complete
+VecEnv against SB3's DummyVecEnv of single envs."""
+
+import os
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.wrappers import (ClipAction, FrameStackObservation, NormalizeObservation, NormalizeReward,
+                                RecordEpisodeStatistics, RescaleAction, RescaleObservation, TimeAwareObservation,
+                                TransformObservation, TransformReward)
+
+import dyn4_gym
+from dyn4_gym.envs import EnvConfig
+
+IDS = [i for i in gym.registry if i.startswith("Dyn4Humvee")]
+SHORT = dict(course={"length": 60.0})
+
+
+# ------------------------------------------------------------------ episode limits
+def test_the_registered_limit_is_the_configs():
+    assert dyn4_gym.EPISODE_STEPS == EnvConfig().episode_steps
+    for env_id in IDS:
+        assert gym.spec(env_id).max_episode_steps == 800
+        assert gym.make(env_id).spec.max_episode_steps == 800
+
+
+def _run(env, n, steps, seed=0):
+    rng = np.random.default_rng(1)
+    env.reset(seed=seed)
+    out = []
+    for _ in range(steps):
+        a = np.clip(rng.normal([0.0, 0.6], [0.05, 0.1], (n, 2)), -1, 1).astype(np.float32)
+        o, r, te, tr, _ = env.step(a)
+        out.append((o, r, te, tr))
+    return out
+
+
+@pytest.mark.parametrize("limit", [7, 25])
+def test_make_vec_limits_agree_with_the_sync_mode(limit):
+    """``max_episode_steps`` through ``make_vec``: the native vector env truncates where Gymnasium's
+    sync vector env of ``gym.make`` single envs (each in ``TimeLimit``) does, through resets."""
+    kw = dict(num_envs=3, max_episode_steps=limit, course={"length": 1000.0})
+    native = gym.make_vec("Dyn4Humvee-v1", vectorization_mode="vector_entry_point", **kw)
+    sync = gym.make_vec("Dyn4Humvee-v1", vectorization_mode="sync", **kw)
+    a, b = _run(native, 3, 3 * limit + 2), _run(sync, 3, 3 * limit + 2)
+    truncations = 0
+    for (oa, ra, ta, ua), (ob, rb, tb, ub) in zip(a, b):
+        np.testing.assert_allclose(oa, ob, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(ra, rb, rtol=1e-6, atol=1e-9)
+        np.testing.assert_array_equal(ta, tb)
+        # TimeLimit also flags a terminating step at the limit as truncated; the env does not
+        np.testing.assert_array_equal(ua & ~ta, ub & ~tb)
+        truncations += int((ua & ~ta).sum())
+    assert truncations >= 3
+
+
+def test_make_with_a_limit_truncates_there_and_the_default_at_800():
+    env = gym.make("Dyn4HumveeFlat-v1", max_episode_steps=12, course={"length": 1000.0})
+    assert env.spec.max_episode_steps == 12
+    env.reset(seed=0)
+    flags = [env.step(np.array([0.0, 0.1], np.float32))[3] for _ in range(12)]
+    assert flags == [False] * 11 + [True]
+    env = gym.make("Dyn4HumveeFlat-v1", course={"length": 10000.0}, target_speed=2.0)
+    env.reset(seed=0)
+    flags = [env.step(np.array([0.0, 0.0], np.float32))[3] for _ in range(800)]
+    assert flags == [False] * 799 + [True]
+    # past its limit Gymnasium's TimeLimit ends the episode; an explicit episode_steps stays the env's own
+    env = gym.make("Dyn4HumveeFlat-v1", episode_steps=5)
+    env.reset(seed=0)
+    assert [env.step(np.zeros(2, np.float32))[3] for _ in range(5)] == [False] * 4 + [True]
+
+
+def test_the_vector_env_takes_max_episode_steps():
+    env = gym.make_vec("Dyn4Humvee-v1", num_envs=4, max_episode_steps=10)
+    assert env.unwrapped.config.episode_steps == 10
+
+
+# ------------------------------------------------------------------ wrappers
+def _wrappers(env):
+    box = env.observation_space
+    return {
+        "ClipAction": lambda e: ClipAction(e),
+        "RescaleAction": lambda e: RescaleAction(e, np.float32(-0.5), np.float32(0.5)),
+        "RescaleAction+ClipAction": lambda e: ClipAction(RescaleAction(e, np.float32(-0.5), np.float32(0.5))),
+        "NormalizeObservation": lambda e: NormalizeObservation(e),
+        "RescaleObservation": lambda e: RescaleObservation(e, np.full(box.shape, -1.0, np.float32),
+                                                          np.full(box.shape, 1.0, np.float32)),
+        "FrameStackObservation": lambda e: FrameStackObservation(e, 3),
+        "TimeAwareObservation": lambda e: TimeAwareObservation(e),
+        "TransformObservation": lambda e: TransformObservation(e, lambda o: o * 2.0, box),
+        "NormalizeReward": lambda e: NormalizeReward(e),
+        "TransformReward": lambda e: TransformReward(e, lambda r: 0.1 * r),
+        "RecordEpisodeStatistics": lambda e: RecordEpisodeStatistics(e),
+    }
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_every_box_wrapper_runs_on_every_id(env_id):
+    base = gym.make(env_id, **SHORT)
+    for name, wrap in _wrappers(base).items():
+        env = wrap(gym.make(env_id, **SHORT))
+        obs, _ = env.reset(seed=0)
+        assert env.observation_space.contains(obs), name
+        for _ in range(3):
+            obs, r, te, tr, info = env.step(env.action_space.sample())
+            assert env.observation_space.contains(obs) and np.isfinite(r), name
+
+
+def test_clip_after_rescale_is_the_order_gymnasium_takes():
+    """Gymnasium's ClipAction widens the space to (-inf, inf) by design, so RescaleAction on top of
+    it refuses (as on Pendulum-v1); RescaleAction first, then ClipAction, is the recipe."""
+    with pytest.raises(ValueError, match="unbounded"):
+        RescaleAction(ClipAction(gym.make("Pendulum-v1")), -1.0, 1.0)
+    env = ClipAction(RescaleAction(gym.make("Dyn4HumveeDriver-v1", **SHORT), np.float32(-1.0), np.float32(1.0)))
+    env.reset(seed=0)
+    env.step(np.array([5.0, -5.0, 0.3], np.float32))
+
+
+def test_the_driver_box_rescaled_passes_sb3s_checker_without_warnings():
+    import warnings
+
+    from stable_baselines3.common.env_checker import check_env
+
+    env = RescaleAction(gym.make("Dyn4HumveeDriver-v1", **SHORT), np.float32(-1.0), np.float32(1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env)
+
+
+# ------------------------------------------------------------------ the SB3 adapter, complete
+sb3 = pytest.importorskip("stable_baselines3")
+
+
+def _pair(n=3, **kw):
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
+
+    kw = dict(SHORT, episode_steps=30, **kw)
+    return Dyn4SB3VecEnv(n, **kw), DummyVecEnv([lambda: gym.make("Dyn4Humvee-v1", **kw)] * n)
+
+
+def test_the_adapter_equals_a_dummy_vec_env_of_single_envs():
+    a, b = _pair()
+    assert a.seed(5) == b.seed(5)
+    np.testing.assert_array_equal(a.reset(), b.reset())
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(70):
+        act = rng.uniform(-1, 1, (3, 2)).astype(np.float32)
+        (oa, ra, da, ia), (ob, rb, db, ib) = a.step(act), b.step(act)
+        np.testing.assert_array_equal(oa, ob)
+        np.testing.assert_allclose(ra, rb, rtol=1e-6)
+        np.testing.assert_array_equal(da, db)
+        for i in np.flatnonzero(da):
+            ends += 1
+            np.testing.assert_array_equal(ia[i]["terminal_observation"], ib[i]["terminal_observation"])
+            assert ia[i]["TimeLimit.truncated"] == ib[i]["TimeLimit.truncated"]
+            assert ia[i]["episode"]["l"] >= 1
+    assert ends >= 3
+
+
+def test_episode_statistics_match_vec_monitor():
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    a, _ = _pair()
+    m = VecMonitor(_pair()[0])
+    a.seed(1)
+    m.seed(1)
+    a.reset()
+    m.reset()
+    rng = np.random.default_rng(2)
+    for _ in range(70):
+        act = rng.uniform(-1, 1, (3, 2)).astype(np.float32)
+        (_, _, da, ia), (_, _, dm, im) = a.step(act), m.step(act)
+        for i in np.flatnonzero(da):
+            assert ia[i]["episode"]["l"] == im[i]["episode"]["l"]
+            assert ia[i]["episode"]["r"] == pytest.approx(im[i]["episode"]["r"], rel=1e-5)
+
+
+def test_rendering_video_and_attributes(tmp_path):
+    pytest.importorskip("pygame")
+    pytest.importorskip("moviepy")
+    from stable_baselines3.common.vec_env import VecVideoRecorder
+
+    a, b = _pair(render_mode="rgb_array")
+    a.seed(0)
+    a.reset()
+    images = a.get_images()
+    assert len(images) == 3 and images[0].shape == (480, 480, 3)
+    assert a.render().shape == (960, 960, 3)  # SB3's tiling of 3 frames
+    # as DummyVecEnv answers for its envs (gymnasium's get_wrapper_attr), one answer per index
+    assert a.env_method("get_wrapper_attr", "render_mode", indices=[0, 2]) == ["rgb_array", "rgb_array"]
+    assert len(b.env_method("get_wrapper_attr", "render_mode", indices=[0, 2])) == 2
+    assert a.get_attr("num_envs", indices=[1]) == [3]
+    a.set_attr("foo", 1)
+    assert a.get_attr("foo") == [1, 1, 1]
+    with pytest.raises(ValueError, match="share one env"):
+        a.set_attr("foo", 2, indices=[0])
+    v = VecVideoRecorder(a, str(tmp_path), record_video_trigger=lambda s: s == 0, video_length=5)
+    v.reset()
+    for _ in range(7):
+        v.step(np.zeros((3, 2), np.float32))
+    v.close()
+    assert any(f.endswith(".mp4") for f in os.listdir(tmp_path))
+
+
+# ------------------------------------------------------------------ evaluating other people's models
+def test_evaluate_loads_a_sac_zip_without_run_json_and_a_zoo_model_with_its_normaliser(tmp_path):
+    import warnings
+
+    from stable_baselines3 import PPO, SAC
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from dyn4_gym.agents.evaluation import evaluate
+    from dyn4_gym.agents.loading import load_fitting_policy
+    from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
+
+    kw = dict(SHORT, episode_steps=20)
+    sac = SAC("MlpPolicy", Dyn4SB3VecEnv(2, **kw), learning_starts=10, buffer_size=100, seed=0)
+    sac.learn(12)
+    sac.save(tmp_path / "sac" / "model")
+    # RL Zoo's layout: <run>/<env id>.zip with <run>/<env id>/vecnormalize.pkl
+    venv = VecNormalize(Dyn4SB3VecEnv(2, **kw))
+    ppo = PPO("MlpPolicy", venv, n_steps=8, batch_size=8, n_epochs=1, seed=0)
+    ppo.learn(16)
+    run = tmp_path / "zoo" / "Dyn4Humvee-v1_1"
+    (run / "Dyn4Humvee-v1").mkdir(parents=True)
+    ppo.save(run / "Dyn4Humvee-v1")
+    venv.save(str(run / "Dyn4Humvee-v1" / "vecnormalize.pkl"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the Zoo's normaliser is found: no warning
+        policy, _, env_kwargs = load_fitting_policy(str(run / "Dyn4Humvee-v1.zip"), kw)
+    assert np.isfinite(evaluate(policy, env_kwargs, seeds=(1,)).mean_return)
+    with pytest.warns(RuntimeWarning, match="no vecnormalize.pkl"):
+        policy, _, env_kwargs = load_fitting_policy(str(tmp_path / "sac" / "model.zip"), kw)
+    assert np.isfinite(evaluate(policy, env_kwargs, seeds=(1,)).mean_return)

@@ -1,0 +1,20 @@
+"""The sdist carries its tests with their data (a golden file read from the unpacked sdist
+must be there), built with setuptools' own PEP 517 hook."""
+
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_sdist_ships_the_tests_with_their_data(tmp_path, monkeypatch):
+    from setuptools import build_meta
+
+    monkeypatch.chdir(ROOT)
+    name = build_meta.build_sdist(str(tmp_path))
+    with tarfile.open(tmp_path / name) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    for f in ("tests/data/env_golden.json", "tests/data/drive_golden.json", "tests/conftest.py",
+              "tests/test_golden.py", "configs/ppo.yml", "agents/evaluate.py", "dyn4_gym/data/README.md"):
+        assert f in names, f
+    assert not any(n.endswith(".pyc") for n in names)
