@@ -126,7 +126,7 @@ def _secant(w, u, D, B, C, E, v_lat):
     return D * _sinc(C * phi) * C * _atanc(psi, phi) * psi_over_alpha * alpha_over_w
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def height_at(b, X, Y, T):
     """The height [m] of row ``b``'s rough terrain ``T`` (:func:`pack_terrain`) at world point ``(X, Y)``."""
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
@@ -141,7 +141,7 @@ def height_at(b, X, Y, T):
     return h + hb
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def ground_at(b, X, Y, T):
     """``(mu, h)`` of row ``b``'s rough terrain ``T`` at world point ``(X, Y)``."""
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
@@ -157,7 +157,7 @@ def ground_at(b, X, Y, T):
     return DEFAULT_MU + 1.0 * (mu - DEFAULT_MU), height_at(b, X, Y, T)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def ground_under_row(b, Xp, Yp, psi, P, slopes, T, mu_g, hg, sbx, sby):
     """corners.ground_under for one row: friction, height and body-frame slopes under the wheels."""
     xw, yw = P[_NS:_NS + 4], P[_NS + 4:_NS + 8]
@@ -180,7 +180,7 @@ def ground_under_row(b, Xp, Yp, psi, P, slopes, T, mu_g, hg, sbx, sby):
             sby[i] = -s_psi * hx + c_psi * hy
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def loads_row(x, P, passive, hg, sbx, sby, rate, hdot, spring, Fz):
     """Corner rates, ground rates, spring forces and floored loads (corners.forces_at, stage 3)."""
     xw, yw, Fz0 = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 8:_NS + 12]
@@ -224,7 +224,7 @@ def corner_sum(w, xw, yw):
     return s0, s1, s2, s3, s4, s5
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _energy(x, P, hg):
     m, Iz, g, Ix, Iy = P[0], P[1], P[3], P[15], P[16]
     xw, yw, Fz0, kk = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 8:_NS + 12], P[_NS + 28:_NS + 32]

@@ -260,7 +260,7 @@ def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, pt0, X, T, CXY, CH, ID
 
 
 # ------------------------------------------------------------------------------- course and observe
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _project(cxy, ch, b, idx, px, py, spacing):
     """course.project for row ``b``: ``(j, s, e, course heading)`` near segment ``idx``."""
     n = cxy.shape[1]
