@@ -33,8 +33,9 @@ def _register() -> None:
     for env_id, kwargs in specs.items():
         if env_id in registry:
             continue
-        # the registered limit is the config's episode_steps: gym.make's TimeLimit and the env's
-        # own truncation agree, and tools that read env.spec.max_episode_steps see it
+        # the registered limit is the config's episode_steps: gym.make's TimeLimit ends episodes
+        # there (the env lifts its own limit under gym.make, docs/env.md "Episode end"), and
+        # tools that read env.spec.max_episode_steps see it
         register(id=env_id, entry_point="dyn4_gym.envs.env:Dyn4Env",
                  vector_entry_point="dyn4_gym.envs.vector:Dyn4VectorEnv", kwargs=kwargs, max_episode_steps=EPISODE_STEPS)
 

@@ -39,7 +39,7 @@ class Progress:
             print(f"first window (compiling included): {rec['time']:.1f} s")
         t1, s1 = self.first
         rate = (rec["env_steps"] - s1) / (rec["time"] - t1) if rec["time"] > t1 else None
-        eta = "  ..." if rate is None else f"{(self.budget - rec['env_steps']) / rate:5.0f} s"
+        eta = "  ..." if rate is None else f"{max(self.budget - rec['env_steps'], 0) / rate:5.0f} s"
         bar = "#" * int(30 * done) + "." * (30 - int(30 * done))
         sys.stdout.write(f"\r[{bar}] {done:4.0%} {rec['env_steps']:>8,} env steps  return {rec['episode_return']:7.2f}  "
                          f"{rec['time']:5.0f} s, ETA {eta}")

@@ -237,3 +237,40 @@ def test_evaluate_loads_a_sac_zip_without_run_json_and_a_zoo_model_with_its_norm
     with pytest.warns(RuntimeWarning, match="no vecnormalize.pkl"):
         policy, _, env_kwargs = load_fitting_policy(str(tmp_path / "sac" / "model.zip"), kw)
     assert np.isfinite(evaluate(policy, env_kwargs, seeds=(1,)).mean_return)
+
+
+# ------------------------------------------------------------------ threads
+def test_scripts_take_threads_from_one_knob(monkeypatch):
+    import torch
+
+    from dyn4_gym.threads import ENV_VAR, script_threads, set_threads
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.delenv(ENV_VAR, raising=False)
+        assert script_threads() is None and torch.get_num_threads() == 1  # a script's default
+        torch.set_num_threads(2)
+        assert script_threads(default_torch=None) is None and torch.get_num_threads() == 2  # benchmarks
+        monkeypatch.setenv(ENV_VAR, "2")
+        assert script_threads() == 2 and torch.get_num_threads() == 2
+        import numba
+
+        assert numba.get_num_threads() == min(2, numba.config.NUMBA_NUM_THREADS)
+        monkeypatch.setenv(ENV_VAR, "zero")
+        with pytest.raises(ValueError, match=ENV_VAR):
+            script_threads()
+        with pytest.raises(ValueError):
+            set_threads(0)
+    finally:
+        set_threads(before)
+
+
+def test_a_bad_thread_count_stops_a_script_in_one_line():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "agents" / "evaluate.py"), "--seeds", "1"], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, DYN4_GYM_THREADS="-3"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "DYN4_GYM_THREADS" in r.stderr

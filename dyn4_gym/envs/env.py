@@ -57,7 +57,9 @@ class Dyn4Env(gym.Env):
     ## Episode end
     Terminated when the car leaves the corridor or rolls past ``roll_limit`` at any substep, when
     its state stops being finite (``info["nonfinite"]``), or at the course's end
-    (``info["success"]``); truncated after ``episode_steps`` steps (800).
+    (``info["success"]``); truncated after 800 steps: ``max_episode_steps`` (the registered 800, or
+    ``gym.make(..., max_episode_steps=N)``) through Gymnasium's ``TimeLimit``, or the config's
+    ``episode_steps`` when it is given or the env is made without ``gym.make``.
 
     ## Arguments
     Keyword arguments are :class:`dyn4_gym.envs.config.EnvConfig` fields, nested as dicts:
