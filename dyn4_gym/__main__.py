@@ -131,5 +131,11 @@ def main(argv=None) -> dict:
     return dict(trained=mine.row(), classical=ref.row(), plot=path)
 
 
+def console() -> int:
+    """The ``dyn4-gym`` console command (``pip install`` puts it on the PATH): the main job."""
+    main()
+    return 0
+
+
 if __name__ == "__main__":
     main()

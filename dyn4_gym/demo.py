@@ -214,5 +214,11 @@ def _main(argv=None) -> None:
     run(args.out, args.quick)
 
 
+def console() -> int:
+    """The ``dyn4-gym-demo`` console command: the plant's manoeuvres."""
+    main()
+    return 0
+
+
 if __name__ == "__main__":
     main()

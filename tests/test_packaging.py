@@ -18,3 +18,14 @@ def test_the_sdist_ships_the_tests_with_their_data(tmp_path, monkeypatch):
               "tests/test_golden.py", "configs/ppo.yml", "agents/evaluate.py", "dyn4_gym/data/README.md"):
         assert f in names, f
     assert not any(n.endswith(".pyc") for n in names)
+
+
+def test_the_console_commands_are_installed():
+    import shutil
+    import subprocess
+
+    for cmd in ("dyn4-gym", "dyn4-gym-demo"):
+        path = shutil.which(cmd)
+        assert path is not None, f"{cmd} is not on the PATH (pip install -e . installs it)"
+        r = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "usage:" in r.stdout

@@ -135,6 +135,10 @@ class NumbaEngine:
         if core.driver:  # the powertrain's lines, after the plant's (their columns are named "pt_<line>")
             self._books.update({n: nt.INFO_COLUMNS.index("pt_" + n) for n in nt.POWERTRAIN_LINES})
         self._cols = {n: j for j, n in enumerate(nt.INFO_COLUMNS) if j >= self._nb + len(nt.BOOK_ORDER)}
+        # info_row's lookups, in the info dict's order (a custom term's column is unused: it comes from torch)
+        self._row_terms = [(n, self._terms.get(n, -1)) for n in core.terms]
+        self._row_books = list(self._books.items())
+        self._row_scalars = tuple(self._cols[n] for n in ("progress_info", "distance", "s", "cross_track_info"))
 
     def __getstate__(self):
         return {"core": self.core}  # the kernels are the module's; rebuilt on load
@@ -182,10 +186,16 @@ class NumbaEngine:
         return self._unpack(lambda j: info[:, j], lambda j: flags[:, j], extra)
 
     def info_row(self, raw, row: int) -> dict:
-        """One step's packed info for ``row``, as Python scalars (the single env's info)."""
+        """One step's packed info for ``row``, as Python scalars (the single env's info): the same
+        dict as :meth:`info`'s row, built from one list per step (a single env's every step)."""
         info, flags, extra = raw
-        vals, fl = info[row].tolist(), flags[row].tolist()
-        return self._unpack(vals.__getitem__, fl.__getitem__, {n: float(v[row]) for n, v in extra.items()})
+        v, f = info[row].tolist(), flags[row].tolist()
+        terms = {n: v[j] for n, j in self._row_terms} if not extra else {
+            n: float(extra[n][row]) if n in extra else v[j] for n, j in self._row_terms}
+        p, d, s, e = self._row_scalars
+        return dict(reward_terms=terms, books={n: v[j] for n, j in self._row_books}, success=f[2],
+                    out_of_corridor=f[3], rollover=f[4], nonfinite=f[5], progress=v[p], distance=v[d], s=v[s],
+                    cross_track=v[e])
 
     def _unpack(self, col, flag, extra: dict) -> dict:
         c, bc = self._cols, self._books

@@ -46,7 +46,7 @@ def check_actions(action, n: int | None, width: int = 2, name: str = "action") -
         a = np.asarray(action)
     except Exception as exc:  # pragma: no cover - exotic inputs
         raise ValueError(f"{name} must be array-like, got {type(action).__name__}") from exc
-    if a.dtype == object or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+    if a.dtype.kind not in "fiu":  # float or integer; not bool, complex, object or strings
         raise ValueError(f"{name} must be a float array, got dtype {a.dtype}")
     want = (width,) if n is None else (n, width)
     if a.shape != want:
