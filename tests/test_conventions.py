@@ -274,3 +274,24 @@ def test_a_bad_thread_count_stops_a_script_in_one_line():
     r = subprocess.run([sys.executable, str(root / "agents" / "evaluate.py"), "--seeds", "1"], capture_output=True,
                        text=True, timeout=120, env=dict(os.environ, DYN4_GYM_THREADS="-3"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "DYN4_GYM_THREADS" in r.stderr
+
+
+# ------------------------------------------------------------------ the start pose
+def test_a_reset_option_chooses_the_start_pose():
+    from dyn4_gym.envs import ConfigError
+
+    env = gym.make("Dyn4Humvee-v1", course={"length": 120.0})
+    obs0, _ = env.reset(seed=2)
+    obs, _ = env.reset(seed=2, options={"start_s": 80.0, "start_offset": 0.5})
+    assert abs(obs[17] * 3.0 - 0.5) < 5e-3 and not np.array_equal(obs, obs0)
+    steps = 0
+    while True:  # the rest of the course only: 38 m, coasting down from 10 m/s (the whole is 120 m)
+        _, _, te, tr, info = env.step(np.array([0.0, 0.0], np.float32))
+        steps += 1
+        if te or tr:
+            break
+    assert info["success"] and steps < 100  # from the start, 118 m take more than 118 steps
+    with pytest.raises(ConfigError, match=r"options\.start_offset"):
+        env.reset(options={"start_offset": 3.0})  # on the corridor's edge
+    with pytest.raises(ConfigError, match=r"options\.start_s"):
+        env.reset(options={"start_s": 119.0})

@@ -217,3 +217,22 @@ def test_next_step_rows_due_for_a_reset_are_not_stepped():
     o, r, te, tr, _ = v.step(np.ones((3, 2), np.float32))
     assert np.array_equal(o, fresh.runner.engine.observe(fresh.runner.state)) and (r == 0).all()
     assert not (te | tr).any() and (v.runner.episodes == 1).all() and (v.runner.state.t == 0).all()
+
+
+def test_a_start_pose_is_the_same_on_both_engines():
+    """``start_s`` / ``start_offset`` / ``start_heading`` (the reset's start pose): 400 steps,
+    4 rows, resets included, the engines agree to 1e-9 and the car starts where asked."""
+    kw = dict(dtype="float64", episode_steps=120, start_s=57.3, start_offset=-1.2, start_heading=0.15)
+    nb_env, tc_env = Dyn4VectorEnv(num_envs=4, engine="numba", **kw), Dyn4VectorEnv(num_envs=4, engine="torch", **kw)
+    nb, tc = _drive(nb_env, 400), _drive(tc_env, 400)
+    assert (nb["term"] | nb["trunc"]).sum() >= 4
+    assert np.array_equal(nb["term"], tc["term"]) and np.array_equal(nb["trunc"], tc["trunc"])
+    _same_obs(nb["obs"], tc["obs"])
+    assert _rel(nb["reward"], tc["reward"]) < 1e-9 and _rel(nb["terms"], tc["terms"]) < 1e-9
+    assert np.max(np.abs(nb["books"] - tc["books"])) / 1e5 < 1e-9
+    # a fresh reset: on the course at 57.3 m, 1.2 m to its right, heading 0.15 rad off it
+    obs, _ = nb_env.reset(seed=9)
+    hw = nb_env.config.course.half_width
+    np.testing.assert_allclose(obs[:, 17] * hw, -1.2, atol=2e-3)  # cross-track (left +)
+    np.testing.assert_allclose(obs[:, 18] * 0.5, 0.15, atol=1e-3)  # heading error
+    np.testing.assert_allclose(nb_env.runner.state.s, 57.3, atol=1e-9)

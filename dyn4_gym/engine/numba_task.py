@@ -107,8 +107,10 @@ class NumbaTask:
         cap = math.inf if cfg.progress_cap is None else cfg.progress_cap * cfg.control_dt
         self.step_consts = np.array([c.spacing, c.half_width, c.goal_margin, cfg.roll_limit, cfg.episode_steps, weight,
                                      cap])
+        i0, frac, s0 = core.start_index()  # the start pose (TaskCore.new_state)
         self.reset_course = np.array([c.spacing, c.lat_accel, c.wavelength_min, c.wavelength_max, c.lead_in,
-                                      c.half_width, c.n_waves], dtype=np.float64)
+                                      c.half_width, c.n_waves, i0, frac, s0, cfg.start_offset, cfg.start_heading],
+                                     dtype=np.float64)
         self.reset_ground = np.array([g.hills_amplitude, g.hills_wavelength_min, g.hills_wavelength_max, g.base_mu,
                                       g.patch_mu_min, g.patch_mu_max, g.patch_radius_min, g.patch_radius_max,
                                       g.bump_height_min, g.bump_height_max, g.bump_radius], dtype=np.float64)
@@ -231,12 +233,19 @@ def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, pt0, X, T, CXY, CH, ID
             bx[b, q], by[b, q] = _on_course(CXY, CH, b, u[o + 4 * q], lead_in, spacing, (u[o + 4 * q + 1] - 0.5) * 2.0)
             bh[b, q] = G[8] + (G[9] - G[8]) * u[o + 4 * q + 2]
             br[b, q] = G[10]
-        # settled rest state at the origin (dyn4.dyn4_rest), then the start speed
+        # the start pose (TaskCore.new_state): on segment i0 of the course, moved off it
+        i0, frac, s0, off, dpsi = int(C[7]), C[8], C[9], C[10], C[11]
+        posx = CXY[b, i0, 0] + frac * (CXY[b, i0 + 1, 0] - CXY[b, i0, 0])
+        posy = CXY[b, i0, 1] + frac * (CXY[b, i0 + 1, 1] - CXY[b, i0, 1])
+        th = CH[b, i0] + frac * (CH[b, i0 + 1] - CH[b, i0])
+        X0, Y0, psi0 = posx - off * math.sin(th), posy + off * math.cos(th), th + dpsi
+        cp, sp = math.cos(psi0), math.sin(psi0)
+        # settled rest state there (dyn4.dyn4_rest), then the start speed
         xw, yw, kk = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 28:_NS + 32]
         K0, K1, K2, K3, K4, K5 = corner_sum(kk, xw, yw)
         r0 = r1 = r2 = 0.0
         for i in range(4):
-            hg = height_at(b, 0.0 + 1.0 * xw[i] - 0.0 * yw[i], 0.0 + 0.0 * xw[i] + 1.0 * yw[i], T)
+            hg = height_at(b, X0 + cp * xw[i] - sp * yw[i], Y0 + sp * xw[i] + cp * yw[i], T)
             kh = kk[i] * hg
             r0 += kh
             r1 += kh * yw[i]
@@ -245,10 +254,11 @@ def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, pt0, X, T, CXY, CH, ID
         q0, q1, q2 = solve_sym3(K0 + reg, K1, K2, K3 + reg, K4, K5 + reg, r0, r1, r2)
         for i in range(14):
             X[b, i] = 0.0
+        X[b, 0], X[b, 1], X[b, 2] = X0, Y0, psi0
         X[b, 3] = v0
         X[b, 6], X[b, 7], X[b, 8] = q0, q1, q2
-        IDX[b] = 0
-        S[b] = 0.0
+        IDX[b] = i0
+        S[b] = s0
         TT[b] = 0
         for i in range(PREV.shape[1]):
             PREV[b, i] = 0.0

@@ -70,6 +70,11 @@ class EnvConfig:
     ground: object = field(default_factory=RoughConfig)  # a registered terrain kind's config; {"kind": name, ...}
     target_speed: float = 10.0  # [m/s] [0.5, 40]
     start_speed: float | None = None  # [m/s] at reset [0, 40]; None: the target speed
+    # the start pose, from the course: arc length along it [0, length - goal_margin - 2 spacing],
+    # offset to its left (-half_width, half_width), heading relative to it [-1.5, 1.5] rad
+    start_s: float = 0.0  # [m]
+    start_offset: float = 0.0  # [m]
+    start_heading: float = 0.0  # [rad]
     control_dt: float = 0.05  # [s] one env step (20 Hz) [0.001, 1], a whole number (<= 1000) of substeps
     hdt: float = 0.01  # [s] plant substep [1e-4, 0.1]
     episode_steps: int = 800  # truncation (40 s at 20 Hz) [1, 10^7]
@@ -99,6 +104,11 @@ class EnvConfig:
         check_range(f"{path}.target_speed", self.target_speed, 0.5, 40.0)
         if self.start_speed is not None:
             check_range(f"{path}.start_speed", self.start_speed, 0.0, 40.0)
+        c = self.course
+        check_range(f"{path}.start_s", self.start_s, 0.0, max(c.length - c.goal_margin - 2 * c.spacing, 0.0))
+        check_range(f"{path}.start_offset", self.start_offset, -c.half_width, c.half_width, lo_open=True,
+                    hi_open=True)
+        check_range(f"{path}.start_heading", self.start_heading, -1.5, 1.5)
         check_range(f"{path}.control_dt", self.control_dt, 1e-3, 1.0)
         check_range(f"{path}.hdt", self.hdt, 1e-4, 0.1)
         if not (1 <= self.substeps <= 1000) or abs(self.substeps * self.hdt - self.control_dt) > 1e-9 * self.control_dt:

@@ -12,6 +12,7 @@ policy steps has still left it.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import torch
@@ -152,14 +153,29 @@ class TaskCore:
         # contiguous leaves: a compiled substep guards on strides, and rows reset later
         # (put_rows) come back contiguous, so a view here would compile the step a second time
         terrain = tree_map(torch.Tensor.contiguous, self.terrain_kind.draw(self.cfg.ground, ctx))
-        x = dyn4_rest(self.p, terrain, (B,))
+        i0, frac, s0 = self.start_index()
+        # the start pose: a point of the course's segment i0, moved start_offset to its left
+        pos = xy[:, i0] + frac * (xy[:, i0 + 1] - xy[:, i0])
+        th = heading[:, i0] + frac * (heading[:, i0 + 1] - heading[:, i0])
+        off = self.cfg.start_offset
+        x = dyn4_rest(self.p, terrain, (B,), X=pos[:, 0] - off * torch.sin(th), Y=pos[:, 1] + off * torch.cos(th),
+                      psi=th + self.cfg.start_heading)
         v0 = self.cfg.target_speed if self.cfg.start_speed is None else self.cfg.start_speed
         x = x.index_fill(-1, torch.tensor([DYN4.VX], device=dev), v0)
         zeros_l = torch.zeros(B, dtype=torch.long, device=dev)
-        return TaskState(x=x, terrain=terrain, course_xy=xy, course_heading=heading, idx=zeros_l,
-                         s=torch.zeros(B, dtype=dt, device=dev), t=zeros_l,
+        return TaskState(x=x, terrain=terrain, course_xy=xy, course_heading=heading, idx=torch.full_like(zeros_l, i0),
+                         s=torch.full((B,), s0, dtype=dt, device=dev), t=zeros_l,
                          prev_action=torch.zeros(B, self.n_action, dtype=dt, device=dev), target_speed=v_t, key=key,
                          episode=episode, pt=powertrain_at(self.pt, x[:, DYN4.VX]))
+
+    def start_index(self) -> tuple[int, float, float]:
+        """``(i0, frac, s0)``: the start's course segment, its fraction along it and its arc length
+        [m] (``start_s``); both engines place the car from these numbers."""
+        c = self.cfg.course
+        n = int(round(c.length / c.spacing)) + 1
+        i0 = min(int(math.floor(self.cfg.start_s / c.spacing)), n - 2)
+        frac = self.cfg.start_s / c.spacing - i0
+        return i0, frac, (i0 + frac) * c.spacing
 
     def reset(self, key: torch.Tensor, episode: torch.Tensor):
         state = self.new_state(key, episode)

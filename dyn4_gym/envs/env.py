@@ -52,7 +52,9 @@ class Dyn4Env(gym.Env):
     and ``termination`` (-1 on failure). ``info["books"]`` has the step's energy lines [J].
 
     ## Starting state
-    At the course's start, heading along it, settled on the terrain, at the target speed.
+    At the course's start, heading along it, settled on the terrain, at the target speed;
+    ``start_s``, ``start_offset`` and ``start_heading`` (also as reset options) move the start
+    along the course, across it and off its heading.
 
     ## Episode end
     Terminated when the car leaves the corridor or rolls past ``roll_limit`` at any substep, when
