@@ -295,3 +295,24 @@ def test_a_reset_option_chooses_the_start_pose():
         env.reset(options={"start_offset": 3.0})  # on the corridor's edge
     with pytest.raises(ConfigError, match=r"options\.start_s"):
         env.reset(options={"start_s": 119.0})
+
+
+# ------------------------------------------------------------------ a given centre line
+def test_pure_pursuit_drives_a_given_centre_line():
+    from dyn4_gym.agents.evaluation import evaluate
+    from dyn4_gym.agents import PurePursuit
+    from dyn4_gym.envs import ConfigError
+
+    theta = np.linspace(0.0, np.pi, 80)  # a half circle of 40 m radius, then a straight
+    line = [(40.0 * np.sin(t), 40.0 - 40.0 * np.cos(t)) for t in theta] + [(-60.0, 80.0)]
+    kw = {"course": {"centre_line": line}}
+    res = evaluate(PurePursuit.for_env(kw), kw, seeds=(1, 2))
+    assert res.finished == 1.0 and res.cross_track_rms < 0.3
+    # the courses it drove are the given line
+    assert np.allclose(res.courses[0, 0], [0.0, 0.0]) and np.allclose(res.courses[0, -1], [-60.0, 80.0], atol=1.0)
+    with pytest.raises(ConfigError, match=r"config\.course\.centre_line"):
+        gym.make("Dyn4Humvee-v1", course={"centre_line": [(0.0, 0.0), (5.0, 0.0)]})  # too short
+    with pytest.raises(ConfigError, match=r"config\.course\.centre_line"):
+        gym.make("Dyn4Humvee-v1", course={"centre_line": [(0.0, 0.0), (0.0, 0.0), (50.0, 0.0)]})
+    with pytest.raises(ConfigError, match=r"config\.course\.centre_line"):
+        gym.make("Dyn4Humvee-v1", course={"centre_line": [(0.0, float("nan")), (50.0, 0.0)]})

@@ -109,8 +109,16 @@ class NumbaTask:
                                      cap])
         i0, frac, s0 = core.start_index()  # the start pose (TaskCore.new_state)
         self.reset_course = np.array([c.spacing, c.lat_accel, c.wavelength_min, c.wavelength_max, c.lead_in,
-                                      c.half_width, c.n_waves, i0, frac, s0, cfg.start_offset, cfg.start_heading],
-                                     dtype=np.float64)
+                                      c.half_width, c.n_waves, i0, frac, s0, cfg.start_offset, cfg.start_heading,
+                                      c.centre_line is not None], dtype=np.float64)
+        # a given centre line, resampled as the torch engine does (course.centre_line_course)
+        if c.centre_line is not None:
+            from ..envs.course import centre_line_course
+
+            self.line_xy, self.line_heading = (np.ascontiguousarray(a) for a in centre_line_course(c.centre_line,
+                                                                                                   c.spacing))
+        else:
+            self.line_xy, self.line_heading = np.zeros((0, 2)), np.zeros(0)
         self.reset_ground = np.array([g.hills_amplitude, g.hills_wavelength_min, g.hills_wavelength_max, g.base_mu,
                                       g.patch_mu_min, g.patch_mu_max, g.patch_radius_min, g.patch_radius_max,
                                       g.bump_height_min, g.bump_height_max, g.bump_radius], dtype=np.float64)
@@ -175,8 +183,10 @@ def _on_course(cxy, ch, b, frac, lo, spacing, offset):
     return cxy[b, j, 0] - offset * math.sin(th), cxy[b, j, 1] + offset * math.cos(th)
 
 
-def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, pt0, X, T, CXY, CH, IDX, S, TT, PREV, VT, KEY, EP, PTS):
-    """New episodes on ``rows``: course (C), rough terrain (G), settled rest state at speed ``v0``."""
+def _reset_rows_py(rows, keys, episodes, P, C, LXY, LH, G, v0, vt, pt0, X, T, CXY, CH, IDX, S, TT, PREV, VT, KEY, EP,
+                   PTS):
+    """New episodes on ``rows``: course (C; the given line ``LXY``, ``LH`` where ``C[12]``), rough
+    terrain (G), settled rest state at speed ``v0``."""
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
     spacing, lat_accel, wl_min, wl_max, lead_in, half_width = C[0], C[1], C[2], C[3], C[4], C[5]
     nw = int(C[6])
@@ -212,6 +222,9 @@ def _reset_rows_py(rows, keys, episodes, P, C, G, v0, vt, pt0, X, T, CXY, CH, ID
             mid = 0.5 * (CH[b, i] + CH[b, i - 1])
             CXY[b, i, 0] = CXY[b, i - 1, 0] + math.cos(mid) * spacing
             CXY[b, i, 1] = CXY[b, i - 1, 1] + math.sin(mid) * spacing
+        if C[12] != 0.0:  # a given centre line replaces the drawn one (its uniforms still drawn)
+            for i in range(n):
+                CXY[b, i, 0], CXY[b, i, 1], CH[b, i] = LXY[i, 0], LXY[i, 1], LH[i]
         # terrain (terrain.draw_rough)
         o = nc
         for k in range(nh):
@@ -542,7 +555,8 @@ def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: 
     if rows.size == 0:
         return
     _kernel("reset", rows.size)(rows, np.ascontiguousarray(keys, dtype=np.int64),
-                                np.ascontiguousarray(episodes, dtype=np.int64), k.P, k.reset_course, k.reset_ground,
+                                np.ascontiguousarray(episodes, dtype=np.int64), k.P, k.reset_course, k.line_xy,
+                                k.line_heading, k.reset_ground,
                                 k.v0, k.vt, k.pt0, st.x, st.terrain, st.course_xy, st.course_heading, st.idx, st.s,
                                 st.t, st.prev_action, st.target_speed, st.key, st.episode, st.pt)
 

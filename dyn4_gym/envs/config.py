@@ -8,6 +8,7 @@ with the dotted path of the offender (``course.half_width must be positive, got 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field, fields
 
 from .._checks import ConfigError, check_int_range, check_range, is_num
@@ -35,8 +36,25 @@ class CourseConfig:
     lead_in: float = 20.0  # [m] straight start (curvature fades in over it) [0, 1000]
     goal_margin: float = 2.0  # [m] success when within this of the course's end [0, 1000]
     preview: tuple = (5.0, 10.0, 20.0, 30.0, 40.0)  # [m] ahead: course points in the observation, each (0, 1000]
+    # a given centre line instead of a drawn one: ((x, y), ...) [m] in the world frame, each
+    # |x|, |y| <= 1e6; the car starts at its first point heading along it, and ``length`` becomes
+    # its arc length rounded down to whole ``spacing`` (the curvature fields are then unused)
+    centre_line: tuple | None = None
+
+    def __post_init__(self):
+        if self.centre_line is None:
+            return
+        try:  # a tuple of (x, y) pairs, and the length it gives
+            line = tuple((float(x), float(y)) for x, y in self.centre_line)
+            length = _line_length(line, self.spacing)
+        except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+            return  # validate() says what is wrong with it
+        object.__setattr__(self, "centre_line", line)
+        object.__setattr__(self, "length", length)
 
     def validate(self, path: str) -> None:
+        if self.centre_line is not None:
+            _check_line(f"{path}.centre_line", self.centre_line, self)
         check_range(f"{path}.spacing", self.spacing, 0.1, 10.0)
         check_range(f"{path}.half_width", self.half_width, 0.5, 1000.0)
         check_range(f"{path}.lat_accel", self.lat_accel, 0.0, 20.0, lo_open=True)
@@ -54,6 +72,32 @@ class CourseConfig:
             raise ConfigError(f"{path}.preview must be 5 distances, got {self.preview!r}")
         for i, v in enumerate(self.preview):
             check_range(f"{path}.preview[{i}]", v, 0.0, 1000.0, lo_open=True)
+
+
+def _line_length(line, spacing) -> float:
+    """The course length a centre line gives: its arc length, down to whole spacings."""
+    import numpy as np
+
+    pts = np.asarray(line, dtype=np.float64)
+    total = float(np.hypot(np.diff(pts[:, 0]), np.diff(pts[:, 1])).sum())
+    return math.floor(total / spacing + 1e-9) * spacing
+
+
+def _check_line(path: str, line, c) -> None:
+    import numpy as np
+
+    if not isinstance(line, tuple) or len(line) < 2 or not all(
+            isinstance(q, tuple) and len(q) == 2 and all(is_num(v) for v in q) for q in line):
+        raise ConfigError(f"{path} must be two or more (x, y) points, got {line!r:.200}")
+    pts = np.asarray(line, dtype=np.float64)
+    if not (np.isfinite(pts).all() and np.abs(pts).max() <= 1e6):
+        raise ConfigError(f"{path} must be finite points within +-1e6 m")
+    if not (np.hypot(np.diff(pts[:, 0]), np.diff(pts[:, 1])) > 1e-9).all():
+        raise ConfigError(f"{path} repeats a point: every segment needs a length")
+    least = 2 * c.spacing + c.goal_margin + c.lead_in
+    if not least <= c.length <= 1e4:
+        raise ConfigError(f"{path} gives a course of {c.length:g} m: it must be {least:g} m (two spacings, "
+                          "goal_margin and lead_in) to 10 km long")
 
 
 ACTIONS = ("accel", "driver")  # the action interfaces (docs/env.md, "Actions")
@@ -187,6 +231,10 @@ def _merge(obj, values: dict, path: str):
         elif dataclasses.is_dataclass(current):
             changes[key] = current if value is None else (
                 value if isinstance(value, type(current)) else _merge(current, value, f"{path}.{key}"))
+        elif key == "centre_line":
+            if value is not None and not isinstance(value, (list, tuple)):
+                raise ConfigError(f"{path}.{key} must be a list of (x, y) points, got {type(value).__name__}")
+            changes[key] = value
         elif key in ("preview", "origin"):
             if not isinstance(value, (list, tuple)):
                 raise ConfigError(f"{path}.{key} must be a list of numbers, got {value!r}")

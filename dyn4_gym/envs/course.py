@@ -20,13 +20,38 @@ import math
 
 import torch
 
-__all__ = ["make_courses", "project", "preview_points", "wrap_angle"]
+__all__ = ["make_courses", "centre_line_course", "project", "preview_points", "wrap_angle"]
+
+
+def centre_line_course(points, spacing: float):
+    """A user's centre line ``points (M, 2)`` [m, world frame] resampled every ``spacing`` metres of
+    its arc length: ``(xy (N, 2), heading (N,))`` as float64 numpy arrays, ``N = floor(L / spacing)
+    + 1`` for its length ``L``. The heading at a point is the mean of its two segments' directions
+    (unwrapped; a segment's alone at the ends). Both engines take the course from here."""
+    import numpy as np
+
+    pts = np.asarray(points, dtype=np.float64)
+    seg = np.hypot(np.diff(pts[:, 0]), np.diff(pts[:, 1]))
+    s = np.concatenate(([0.0], np.cumsum(seg)))
+    n = int(math.floor(s[-1] / spacing + 1e-9)) + 1
+    t = np.arange(n) * spacing
+    xy = np.stack((np.interp(t, s, pts[:, 0]), np.interp(t, s, pts[:, 1])), -1)
+    d = np.diff(xy, axis=0)
+    th = np.unwrap(np.arctan2(d[:, 1], d[:, 0]))
+    heading = np.concatenate(([th[0]], 0.5 * (th[1:] + th[:-1]), [th[-1]]))
+    return xy, heading
 
 
 def make_courses(u: torch.Tensor, cfg, target_speed: torch.Tensor):
-    """Centre lines from uniforms ``u (B, 3 n_waves)``; returns ``(xy (B, N, 2), heading (B, N))``."""
+    """Centre lines from uniforms ``u (B, 3 n_waves)``; returns ``(xy (B, N, 2), heading (B, N))``.
+    With ``cfg.centre_line`` every row gets that line (:func:`centre_line_course`) instead."""
     c = cfg
     B = u.shape[0]
+    if c.centre_line is not None:
+        xy, heading = centre_line_course(c.centre_line, c.spacing)
+        kw = dict(dtype=target_speed.dtype, device=u.device)
+        return (torch.as_tensor(xy, **kw).expand(B, -1, -1).contiguous(),
+                torch.as_tensor(heading, **kw).expand(B, -1).contiguous())
     n = int(round(c.length / c.spacing)) + 1
     dt = target_speed.dtype
     s = torch.arange(n, dtype=dt, device=u.device) * c.spacing
