@@ -316,3 +316,38 @@ def test_pure_pursuit_drives_a_given_centre_line():
         gym.make("Dyn4Humvee-v1", course={"centre_line": [(0.0, 0.0), (0.0, 0.0), (50.0, 0.0)]})
     with pytest.raises(ConfigError, match=r"config\.course\.centre_line"):
         gym.make("Dyn4Humvee-v1", course={"centre_line": [(0.0, float("nan")), (50.0, 0.0)]})
+
+
+# ------------------------------------------------------------------ domain randomisation
+def test_vehicle_ranges_draw_each_rows_vehicle_from_its_seed():
+    from dyn4_gym.envs import ConfigError, Dyn4VectorEnv
+
+    ranges = {"mass": [2000.0, 3000.0], "tire_mu": [0.6, 0.9]}
+    venv = Dyn4VectorEnv(num_envs=3, vehicle_ranges=ranges, **SHORT)
+    venv.reset(seed=[5, 6, 7])
+    single = gym.make("Dyn4Humvee-v1", vehicle_ranges=ranges, **SHORT)
+    single.reset(seed=6)
+    np.testing.assert_array_equal(venv.runner.state.P[1], single.unwrapped.state.P[0])  # a row is its seed's
+    m0 = venv.runner.state.P[:, 0].copy()
+    assert len(set(m0)) == 3
+    a = np.tile(np.array([0.0, 0.3], np.float32), (3, 1))
+    for _ in range(3):
+        o1, *_ = venv.step(a)
+        o2, *_ = single.step(a[0])
+    np.testing.assert_array_equal(o1[1], o2)
+    # the same stream draws the same course and ground with or without ranges: only the vehicle moves
+    plain = Dyn4VectorEnv(num_envs=3, **SHORT)
+    plain.reset(seed=[5, 6, 7])
+    np.testing.assert_array_equal(plain.runner.state.course_xy, venv.runner.state.course_xy)
+    # a new episode draws a new vehicle
+    venv.reset()
+    assert not np.array_equal(venv.runner.state.P[:, 0], m0)
+    for bad, match in [({"drivetrain": ["4wd", "rwd"]}, "not a numeric vehicle key"),
+                       ({"mass": [3000.0, 2000.0]}, "low <= high"), ({"mass": [10.0, 2000.0]}, r"mass\[0\]"),
+                       ({"cg_to_front": [0.5, 3.5]}, "cg_to_front"), ({"nope": [0, 1]}, "not a numeric")]:
+        with pytest.raises(ConfigError, match=match):
+            Dyn4VectorEnv(num_envs=2, vehicle_ranges=bad)
+    with pytest.raises(ConfigError, match="also fixed"):
+        Dyn4VectorEnv(num_envs=2, vehicle={"mass": 2500.0}, vehicle_ranges={"mass": [2000.0, 3000.0]})
+    venv.reset(options={"vehicle_ranges": {"mass": [2500.0, 2500.0]}})  # as a reset option
+    assert (venv.runner.state.P[:, 0] == 2500.0).all()

@@ -259,3 +259,26 @@ def test_a_given_centre_line_is_the_same_on_both_engines():
     np.testing.assert_allclose(st.course_xy[:, 0], np.tile(line[0], (4, 1)))
     np.testing.assert_allclose(st.x[:, :2], np.tile(line[0], (4, 1)), atol=1e-12)
     assert nb_env.config.course.length == np.floor(np.hypot(*np.diff(line, axis=0).T).sum())
+
+
+RANGES = {"mass": [2000.0, 3200.0], "tire_mu": [0.5, 1.0], "max_steer": [0.4, 0.6], "cg_height": [0.8, 1.2]}
+
+
+@pytest.mark.parametrize("action", ["accel", "driver"])
+def test_per_row_vehicle_parameters_are_the_same_on_both_engines(action):
+    """``vehicle_ranges`` (domain randomisation): each row's vehicle drawn from its stream at every
+    reset; 400 steps, 4 rows, resets included, equal to 1e-9 on both engines."""
+    kw = dict(dtype="float64", episode_steps=100, vehicle_ranges=RANGES, action=action)
+    nb_env, tc_env = Dyn4VectorEnv(num_envs=4, engine="numba", **kw), Dyn4VectorEnv(num_envs=4, engine="torch", **kw)
+    run = {} if action == "accel" else dict(term_names=DRIVER_TERMS, book_names=DRIVER_LINES, loc=(0.0, 0.55, 0.05),
+                                            scale=(0.6, 0.4, 0.2))
+    nb, tc = _drive(nb_env, 400, **run), _drive(tc_env, 400, **run)
+    assert (nb["term"] | nb["trunc"]).sum() >= 4
+    assert np.array_equal(nb["term"], tc["term"]) and np.array_equal(nb["trunc"], tc["trunc"])
+    _same_obs(nb["obs"], tc["obs"])
+    assert _rel(nb["reward"], tc["reward"]) < 1e-9 and _rel(nb["terms"], tc["terms"]) < 1e-9
+    assert np.max(np.abs(nb["books"] - tc["books"])) / 1e5 < 1e-9
+    # the rows' vehicles differ, each within its range, and a new episode draws a new one
+    m = tc_env.runner.state.p.m.numpy()
+    assert len(set(m.round(6))) == 4 and ((m >= 2000.0) & (m <= 3200.0)).all()
+    np.testing.assert_allclose(nb_env.runner.state.P[:, 0], m)

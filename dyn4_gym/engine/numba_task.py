@@ -64,6 +64,7 @@ class NumbaState:
     key: np.ndarray  # (B,) int64
     episode: np.ndarray  # (B,) int64
     pt: np.ndarray  # (B, 3) powertrain state (omega_e, gear, t_shift)
+    P: np.ndarray  # (B, n) each row's packed parameters (numba_plant.pack_params): the task's, or its draw
 
     @property
     def batch_size(self) -> int:
@@ -94,6 +95,7 @@ class NumbaTask:
         g = cfg.ground
         if type(g) is not RoughConfig:
             raise ValueError(f"the numba engine models the 'rough' ground kind, not {g.kind!r}")
+        self.core = core
         self.P, self.grade, self.passive = pack_params(core.p)
         self.driver, self.n_action, self.n_obs = core.driver, core.n_action, len(core.obs_names)
         self.Q, self.maps = pack_powertrain(core.pt)
@@ -144,7 +146,23 @@ class NumbaTask:
         return NumbaState(x=z((B, 14)), terrain=terrain + (self.patch_edge,), course_xy=z((B, self.n_points, 2)),
                           course_heading=z((B, self.n_points)), idx=z(B, dtype=np.int64), s=z(B),
                           t=z(B, dtype=np.int64), prev_action=z((B, self.n_action)), target_speed=z(B),
-                          key=z(B, dtype=np.int64), episode=z(B, dtype=np.int64), pt=z((B, 3)))
+                          key=z(B, dtype=np.int64), episode=z(B, dtype=np.int64), pt=z((B, 3)),
+                          P=np.tile(self.P, (B, 1)))
+
+    def row_params(self, keys: np.ndarray, episodes: np.ndarray) -> np.ndarray:
+        """``(n, len(P))``: the packed parameters of rows reset with these streams, drawn as
+        ``TaskCore.row_params`` draws them (float64 uniforms, the stream's last draws)."""
+        import torch
+
+        from .. import _rng
+        from .._tree import tree_map
+        from .numba_plant import pack_params
+
+        core = self.core
+        n_total = 3 * core.cfg.course.n_waves + core.terrain_kind.n_uniforms(core.cfg.ground) + len(core.ranges)
+        u = _rng.uniform(torch.as_tensor(keys), torch.as_tensor(episodes), n_total, dtype=torch.float64)
+        p = core.row_params(u[:, n_total - len(core.ranges):])
+        return np.stack([pack_params(tree_map(lambda t, i=i: t[i], p))[0] for i in range(len(keys))])
 
 
 # ------------------------------------------------------------------------------------ random streams
@@ -183,7 +201,7 @@ def _on_course(cxy, ch, b, frac, lo, spacing, offset):
     return cxy[b, j, 0] - offset * math.sin(th), cxy[b, j, 1] + offset * math.cos(th)
 
 
-def _reset_rows_py(rows, keys, episodes, P, C, LXY, LH, G, v0, vt, pt0, X, T, CXY, CH, IDX, S, TT, PREV, VT, KEY, EP,
+def _reset_rows_py(rows, keys, episodes, PP, C, LXY, LH, G, v0, vt, pt0, X, T, CXY, CH, IDX, S, TT, PREV, VT, KEY, EP,
                    PTS):
     """New episodes on ``rows``: course (C; the given line ``LXY``, ``LH`` where ``C[12]``), rough
     terrain (G), settled rest state at speed ``v0``."""
@@ -254,6 +272,7 @@ def _reset_rows_py(rows, keys, episodes, P, C, LXY, LH, G, v0, vt, pt0, X, T, CX
         X0, Y0, psi0 = posx - off * math.sin(th), posy + off * math.cos(th), th + dpsi
         cp, sp = math.cos(psi0), math.sin(psi0)
         # settled rest state there (dyn4.dyn4_rest), then the start speed
+        P = PP[b]  # the row's parameters
         xw, yw, kk = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 28:_NS + 32]
         K0, K1, K2, K3, K4, K5 = corner_sum(kk, xw, yw)
         r0 = r1 = r2 = 0.0
@@ -354,32 +373,34 @@ def _observe_row(b, x, pts, P, grade, passive, T, CXY, CH, idx, s, vt, ahead, sc
     if no > 30:
         raw[30], raw[31] = pts[0] * RPM, pts[1]
     for i in range(no):
-        v = raw[i] / scales[i]
+        v = raw[i] / (P[5] if i == 7 else scales[i])  # the steer entry: the row's own max steer
         if v != v:
             v = 0.0
         out[i] = min(max(v, -OBS_CLIP), OBS_CLIP)
 
 
-def _observe_py(rows, P, grade, passive, T, CXY, CH, X, PTS, IDX, S, VT, ahead, scales, spacing, OBS):
+def _observe_py(rows, PP, grade, passive, T, CXY, CH, X, PTS, IDX, S, VT, ahead, scales, spacing, OBS):
     for r in prange(rows.shape[0]):
         b = rows[r]
         W = np.empty((N_SCRATCH, 4))
-        _observe_row(b, X[b], PTS[b], P, grade, passive, T, CXY, CH, IDX[b], S[b], VT[b], ahead, scales, spacing, W,
+        _observe_row(b, X[b], PTS[b], PP[b], grade, passive, T, CXY, CH, IDX[b], S[b], VT[b], ahead, scales, spacing, W,
                      OBS[r])
 
 
 # ------------------------------------------------------------------------------------------- step
-def _step_py(A, active, P, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, driver, Q, maps, X, CXY, CH, IDX,
+def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, driver, Q, maps, X, CXY, CH, IDX,
              S, TT, PREV, VT, PTS, OBS, REW, INFO, FLAGS):
     """TaskCore.step for every active row, in place; inactive rows are left as they are, their
     outputs zero (the caller resets them). ``driver``: actions are (steer, throttle, brake) through
     the powertrain (``Q``, ``maps``; state ``PTS``)."""
-    spacing, half_width, goal_margin, roll_limit, episode_steps, weight, cap = C[0], C[1], C[2], C[3], C[4], C[5], C[6]
-    delta_max, a_drive, a_brake = P[5], P[6], P[7]
+    spacing, half_width, goal_margin, roll_limit, episode_steps, cap = C[0], C[1], C[2], C[3], C[4], C[6]
     n = CXY.shape[1]
     length = (n - 1) * spacing
     for b in prange(X.shape[0]):
         info, flags = INFO[b], FLAGS[b]
+        P = PP[b]  # the row's parameters
+        delta_max, a_drive, a_brake = P[5], P[6], P[7]
+        weight = P[0] * P[3]  # m g
         if not active[b]:
             REW[b] = 0.0
             info[:] = 0.0
@@ -554,8 +575,10 @@ def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: 
     _check_shape("reset_rows: episodes", episodes, rows.shape)
     if rows.size == 0:
         return
+    if k.core.ranges:  # domain randomisation: the rows' own parameters, drawn from their streams
+        st.P[rows] = k.row_params(keys, episodes)
     _kernel("reset", rows.size)(rows, np.ascontiguousarray(keys, dtype=np.int64),
-                                np.ascontiguousarray(episodes, dtype=np.int64), k.P, k.reset_course, k.line_xy,
+                                np.ascontiguousarray(episodes, dtype=np.int64), st.P, k.reset_course, k.line_xy,
                                 k.line_heading, k.reset_ground,
                                 k.v0, k.vt, k.pt0, st.x, st.terrain, st.course_xy, st.course_heading, st.idx, st.s,
                                 st.t, st.prev_action, st.target_speed, st.key, st.episode, st.pt)
@@ -566,7 +589,7 @@ def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
     rows = np.arange(st.batch_size) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     _check_rows("observe", rows, st.batch_size)
     obs = np.empty((rows.size, k.n_obs), dtype=np.float32)
-    _kernel("observe", rows.size)(rows, k.P, k.grade, k.passive, st.terrain, st.course_xy, st.course_heading, st.x,
+    _kernel("observe", rows.size)(rows, st.P, k.grade, k.passive, st.terrain, st.course_xy, st.course_heading, st.x,
                                   st.pt, st.idx, st.s, st.target_speed, k.ahead, k.scales, k.spacing, obs)
     return obs
 
@@ -583,7 +606,7 @@ def step(k, st: NumbaState, actions: np.ndarray, active: np.ndarray):
     rew = np.empty(B)
     info = np.empty((B, len(INFO_COLUMNS)))
     flags = np.empty((B, len(FLAG_COLUMNS)), dtype=np.bool_)
-    _kernel("step", B)(actions, active, k.P, k.grade, k.passive, k.hdt, k.n_sub, st.terrain, k.step_consts,
+    _kernel("step", B)(actions, active, st.P, k.grade, k.passive, k.hdt, k.n_sub, st.terrain, k.step_consts,
                        k.weights, k.ahead, k.scales, k.driver, k.Q, k.maps, st.x, st.course_xy, st.course_heading,
                        st.idx, st.s, st.t, st.prev_action, st.target_speed, st.pt, obs, rew, info, flags)
     return obs, rew, info, flags

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from .._checks import ConfigError, check_int_range, check_range, is_num
 from ..ground.terrain import TERRAIN_KINDS, RoughConfig, terrain_config
 from .rewards import resolve_terms
-from .vehicle import validate_vehicle
+from .vehicle import validate_vehicle, validate_vehicle_ranges
 
 __all__ = ["CourseConfig", "GroundConfig", "EnvConfig", "ConfigError"]
 
@@ -110,6 +110,9 @@ class EnvConfig:
     """Everything a run of ``Dyn4Humvee-v1`` depends on (``env.spec.kwargs`` records it)."""
 
     vehicle: dict = field(default_factory=dict)  # overrides of the Humvee's spec sheet, keys and bounds in envs/vehicle.py
+    # domain randomisation: numeric vehicle keys -> [low, high], drawn per row and episode from the
+    # row's seed stream (after the course's and the ground's draws), on both engines
+    vehicle_ranges: dict = field(default_factory=dict)
     course: CourseConfig = field(default_factory=CourseConfig)
     ground: object = field(default_factory=RoughConfig)  # a registered terrain kind's config; {"kind": name, ...}
     target_speed: float = 10.0  # [m/s] [0.5, 40]
@@ -163,6 +166,7 @@ class EnvConfig:
             check_range(f"{path}.progress_cap", self.progress_cap, 0.1, 100.0)
         check_range(f"{path}.roll_limit", self.roll_limit, 0.0, 1.5, lo_open=True)
         validate_vehicle(self.vehicle, f"{path}.vehicle")
+        validate_vehicle_ranges(self.vehicle_ranges, self.vehicle, f"{path}.vehicle_ranges")
         if not isinstance(self.reward_weights, dict):
             raise ConfigError(f"{path}.reward_weights must be a dict, got {type(self.reward_weights).__name__}")
         resolve_terms(self.reward_weights, self.reward_terms, path)  # names and bounds

@@ -27,6 +27,7 @@ from ..plant.corners import forces_at
 from ..plant.energy import BOOK_LINES
 from .._checks import ConfigError
 from .config import EnvConfig
+from .vehicle import validate_vehicle_ranges
 from .course import make_courses, preview_points, project, wrap_angle
 from .rewards import StepContext, evaluate_term, resolve_terms
 
@@ -80,6 +81,7 @@ class TaskState:
     key: torch.Tensor  # (B,) long, the row's random stream
     episode: torch.Tensor  # (B,) long, episodes drawn on that stream
     pt: torch.Tensor  # (B, 3) powertrain state (omega_e, gear, t_shift); used by action="driver"
+    p: object = None  # the rows' own Dyn4Params, (B,)-leading fields, with vehicle_ranges; None: the task's
 
     def detach(self) -> "TaskState":
         """The same state with every tensor cut from the autograd graph."""
@@ -121,6 +123,9 @@ class TaskCore:
         self._scales = torch.tensor([obs_scale(n, float(self.p.delta_max), cfg.course.half_width)
                                      for n in self.obs_names], dtype=self.dtype, device=self.device)
         self._weight = self.p.m * self.p.g
+        # domain randomisation (EnvConfig.vehicle_ranges): the keys in sorted order, their boxes
+        self.ranges = validate_vehicle_ranges(cfg.vehicle_ranges, cfg.vehicle, f"{path}.vehicle_ranges")
+        self._steer = self.obs_names.index("steer")
 
     def spaces(self):
         """The single env's ``(action_space, observation_space)`` (Gymnasium boxes, float32)."""
@@ -145,7 +150,9 @@ class TaskCore:
         B = key.shape[0]
         dt, dev = self.dtype, self.device
         n_course = 3 * c.n_waves
-        u = _rng.uniform(key, episode, n_course + self.terrain_kind.n_uniforms(self.cfg.ground), dtype=dt)
+        n_ground = self.terrain_kind.n_uniforms(self.cfg.ground)
+        u = _rng.uniform(key, episode, n_course + n_ground + len(self.ranges), dtype=dt)
+        p = self.row_params(u[:, n_course + n_ground:])
         v_t = torch.full((B,), self.cfg.target_speed, dtype=dt, device=dev)
         xy, heading = make_courses(u[:, :n_course], c, v_t)
         ctx = DrawContext(u=u[:, n_course:], course_xy=xy, course_heading=heading, spacing=c.spacing,
@@ -158,15 +165,32 @@ class TaskCore:
         pos = xy[:, i0] + frac * (xy[:, i0 + 1] - xy[:, i0])
         th = heading[:, i0] + frac * (heading[:, i0 + 1] - heading[:, i0])
         off = self.cfg.start_offset
-        x = dyn4_rest(self.p, terrain, (B,), X=pos[:, 0] - off * torch.sin(th), Y=pos[:, 1] + off * torch.cos(th),
-                      psi=th + self.cfg.start_heading)
+        x = dyn4_rest(self.p if p is None else p, terrain, (B,), X=pos[:, 0] - off * torch.sin(th),
+                      Y=pos[:, 1] + off * torch.cos(th), psi=th + self.cfg.start_heading)
         v0 = self.cfg.target_speed if self.cfg.start_speed is None else self.cfg.start_speed
         x = x.index_fill(-1, torch.tensor([DYN4.VX], device=dev), v0)
         zeros_l = torch.zeros(B, dtype=torch.long, device=dev)
         return TaskState(x=x, terrain=terrain, course_xy=xy, course_heading=heading, idx=torch.full_like(zeros_l, i0),
                          s=torch.full((B,), s0, dtype=dt, device=dev), t=zeros_l,
                          prev_action=torch.zeros(B, self.n_action, dtype=dt, device=dev), target_speed=v_t, key=key,
-                         episode=episode, pt=powertrain_at(self.pt, x[:, DYN4.VX]))
+                         episode=episode, pt=powertrain_at(self.pt, x[:, DYN4.VX]), p=p)
+
+    def row_params(self, u: torch.Tensor):
+        """Each row's parameters from its vehicle uniforms ``u (B, len(ranges))``: the spec sheet
+        with the row's draw of every ``vehicle_ranges`` key, derived row by row (a reset's cost,
+        0.16 ms a row measured; steps never derive); None without ranges."""
+        if not self.ranges:
+            return None
+        lo = torch.tensor([r[0] for r in self.ranges.values()], dtype=torch.float64)
+        hi = torch.tensor([r[1] for r in self.ranges.values()], dtype=torch.float64)
+        values = (lo + (hi - lo) * u.detach().to(torch.float64).cpu()).tolist()
+        rows = [dyn4_params(HUMVEE, dtype=self.dtype, device=self.device, **self.cfg.vehicle,
+                            **dict(zip(self.ranges, v))) for v in values]
+        return tree_map(lambda *leaves: torch.stack(leaves), rows[0], *rows[1:])
+
+    def params_of(self, state: TaskState):
+        """The parameters ``state``'s rows drive with: their own, or the task's."""
+        return self.p if state.p is None else state.p
 
     def start_index(self) -> tuple[int, float, float]:
         """``(i0, frac, s0)``: the start's course segment, its fraction along it and its arc length
@@ -206,7 +230,7 @@ class TaskCore:
     # ------------------------------------------------------------------ observation
     def observe(self, state: TaskState) -> torch.Tensor:
         """The observation ``(B, 30)`` (``OBS_TABLE``): value / scale, clipped to +-10; NaN -> 0."""
-        x, p = state.x, self.p
+        x, p = state.x, self.params_of(state)
         f = forces_at(x, x[:, DYN4.DELTA], x[:, DYN4.A], p, state.terrain)
         _, _, e, th = project(state.course_xy, state.course_heading, state.idx, x[:, :2], self.cfg.course.spacing)
         pts = preview_points(state.course_xy, state.s, self._ahead, self.cfg.course.spacing)
@@ -224,7 +248,11 @@ class TaskCore:
             values[f"preview{k}_x"], values[f"preview{k}_y"] = bx[:, k], by[:, k]
         raw = torch.stack([values[name] for name in self.obs_names], -1)
         # a non-finite plant state (flagged in info["nonfinite"]) never leaks a NaN observation
-        raw = torch.nan_to_num(raw / self._scales, nan=0.0, posinf=OBS_CLIP, neginf=-OBS_CLIP)
+        scales = self._scales
+        if state.p is not None:  # the steer entry's scale is the row's own max steer
+            scales = scales.expand(x.shape[0], -1).index_copy(1, torch.tensor([self._steer], device=x.device),
+                                                             state.p.delta_max.to(scales.dtype)[:, None])
+        raw = torch.nan_to_num(raw / scales, nan=0.0, posinf=OBS_CLIP, neginf=-OBS_CLIP)
         return raw.clamp(-OBS_CLIP, OBS_CLIP)
 
     # ------------------------------------------------------------------ step
@@ -232,12 +260,12 @@ class TaskCore:
         """The action clipped to its box (:meth:`spaces`)."""
         return torch.clamp(action.to(self.dtype), self._act_low, self._act_high)
 
-    def action_to_input(self, a: torch.Tensor) -> torch.Tensor:
+    def action_to_input(self, a: torch.Tensor, p=None) -> torch.Tensor:
         """An action in ``[-1, 1]^2`` (already clipped) -> plant input ``(delta_cmd [rad], a_cmd [m/s^2])``;
         the driver's action ``(steer, throttle, brake)`` is the powertrain's input as it is."""
         if self.driver:
             return a
-        p = self.p
+        p = self.p if p is None else p
         lon = torch.where(a[:, 1] >= 0, a[:, 1] * p.a_drive, a[:, 1] * p.a_brake)
         return torch.stack((a[:, 0] * p.delta_max, lon), -1)
 
@@ -249,7 +277,7 @@ class TaskCore:
         """
         advance, finish = (self._advance, self._finish) if parts is None else parts
         a = self.clip_action(action)
-        u = self.action_to_input(a)
+        u = self.action_to_input(a, state.p)
         x = state.x
         B = x.shape[0]
         zero = torch.zeros(B, dtype=self.dtype, device=self.device)
@@ -279,7 +307,7 @@ class TaskCore:
         accumulate. Rows in ``cut`` step from inputs cut from the graph (with ``track``)."""
         cfg = self.cfg
         x, pt, idx, s_prev, _, _, (progress, distance, out, rolled, books) = carry
-        x_new, pt_new, b = self._substep(x, pt, u, cut, state.terrain, track)
+        x_new, pt_new, b = self._substep(x, pt, u, cut, state.terrain, track, self.params_of(state))
         finite = torch.isfinite(x_new).all(-1) & torch.isfinite(pt_new).all(-1)
         x_prev, x = x, torch.where(finite[:, None], x_new, x)
         pt = torch.where(finite[:, None], pt_new, pt)
@@ -312,7 +340,8 @@ class TaskCore:
         heading_error = wrap_angle(x[:, DYN4.PSI] - th)
         ctx = StepContext(progress=progress, speed=x[:, DYN4.VX], target_speed=state.target_speed, cross_track=e,
                           half_width=cfg.course.half_width, heading_error=heading_error, books=books,
-                          weight=self._weight, action=a, prev_action=state.prev_action, roll_rate=x[:, DYN4.PHID],
+                          weight=self._weight if state.p is None else state.p.m * state.p.g, action=a,
+                          prev_action=state.prev_action, roll_rate=x[:, DYN4.PHID],
                           pitch_rate=x[:, DYN4.THETAD], failed=failed, success=success & ~failed,
                           progress_cap=self.progress_cap(state.target_speed))
         terms = {name: evaluate_term(name, term, ctx, B, self.dtype) for name, term in self.terms.items()}
@@ -329,13 +358,13 @@ class TaskCore:
         books = {k: torch.where(bad, torch.zeros_like(v), v) for k, v in books.items()}
         new = TaskState(x=x, terrain=state.terrain, course_xy=state.course_xy, course_heading=state.course_heading,
                         idx=idx, s=s_prev, t=t, prev_action=a, target_speed=state.target_speed, key=state.key,
-                        episode=state.episode, pt=pt)
+                        episode=state.episode, pt=pt, p=state.p)
         info = dict(reward_terms=terms, books=books, success=success & ~failed, out_of_corridor=out,
                     rollover=rolled, nonfinite=nonfinite, progress=progress, distance=distance, s=s_prev,
                     cross_track=torch.nan_to_num(e, nan=0.0))
         return new, self.observe(new), reward, terminated, truncated, info
 
-    def _substep(self, x, pt, u, cut, terrain, track):
+    def _substep(self, x, pt, u, cut, terrain, track, p):
         """One plant substep (through the powertrain for the driver) -> ``(x+, pt+, books dict)``;
         with ``track``, rows in ``cut`` step from inputs cut from the graph."""
         if track:
@@ -343,9 +372,9 @@ class TaskCore:
             pt = torch.where(cut[:, None], pt.detach(), pt)
             u = torch.where(cut[:, None], u.detach(), u)
         if self.driver:
-            x1, pt1, bk, pb = drive_step(x, pt, u, self.p, self.pt, terrain, self.hdt, books=True)
+            x1, pt1, bk, pb = drive_step(x, pt, u, p, self.pt, terrain, self.hdt, books=True)
             return x1, pt1, {**bk.as_dict(), **pb.as_dict()}
-        x1, bk = dyn4_step(x, u, self.p, terrain, self.hdt, books=True)
+        x1, bk = dyn4_step(x, u, p, terrain, self.hdt, books=True)
         return x1, pt, bk.as_dict()
 
     def progress_cap(self, target_speed: torch.Tensor) -> torch.Tensor:

@@ -214,7 +214,7 @@ class NumbaEngine:
         ctx = StepContext(progress=t(info[:, c["progress_info"]]), speed=t(st.x[:, 3]), target_speed=t(st.target_speed),
                           cross_track=t(info[:, c["cross_track_info"]]), half_width=core.cfg.course.half_width,
                           heading_error=t(info[:, c["heading_error"]]), books=books,
-                          weight=torch.tensor(float(self.task.step_consts[5]), dtype=torch.float64),
+                          weight=t(st.P[:, 0] * st.P[:, 3]),  # each row's m g
                           action=t(st.prev_action), prev_action=t(prev), roll_rate=t(st.x[:, 10]),
                           pitch_rate=t(st.x[:, 11]), failed=t(failed), success=t(flags[:, 2]),
                           progress_cap=core.progress_cap(t(st.target_speed)))

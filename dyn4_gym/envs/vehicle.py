@@ -12,7 +12,7 @@ from __future__ import annotations
 from .._checks import ConfigError, check_range, is_num
 from ..plant import HUMVEE
 
-__all__ = ["VEHICLE_KEYS", "validate_vehicle"]
+__all__ = ["VEHICLE_KEYS", "validate_vehicle", "validate_vehicle_ranges", "MAX_RANGES"]
 
 # key: (kind, low, high) for numbers [SI units]; (kind, choices) for strings; ("bool",) for flags
 VEHICLE_KEYS = {
@@ -89,3 +89,48 @@ def validate_vehicle(vehicle, path: str) -> dict:
     return out
 
 
+
+
+MAX_RANGES = 8  # keys randomised at once (every corner of their box is checked: 2^8 derivations)
+
+
+def validate_vehicle_ranges(ranges, vehicle: dict, path: str) -> dict:
+    """``vehicle_ranges``: numeric vehicle keys -> ``[low, high]`` within the key's bounds, drawn per
+    row and episode (domain randomisation). Every corner of the box, over ``vehicle``'s other
+    overrides, must be a valid vehicle (the cross-key rules included) that derives parameters.
+    Returns ``{key: (low, high)}`` with floats, in sorted key order."""
+    from itertools import product
+
+    import torch
+
+    from ..plant import dyn4_params
+
+    if not isinstance(ranges, dict):
+        raise ConfigError(f"{path} must be a dict of key: [low, high], got {type(ranges).__name__}")
+    if len(ranges) > MAX_RANGES:
+        raise ConfigError(f"{path} randomises at most {MAX_RANGES} keys, got {len(ranges)}")
+    out = {}
+    for key in sorted(ranges):
+        p, value = f"{path}.{key}", ranges[key]
+        if key not in VEHICLE_KEYS or VEHICLE_KEYS[key][0] != "num":
+            numeric = sorted(k for k, v in VEHICLE_KEYS.items() if v[0] == "num")
+            raise ConfigError(f"{p} is not a numeric vehicle key (known: {numeric})")
+        if key in vehicle:
+            raise ConfigError(f"{p} is also fixed in vehicle.{key}: give it one or the other")
+        if not (isinstance(value, (list, tuple)) and len(value) == 2):
+            raise ConfigError(f"{p} must be [low, high], got {value!r}")
+        lo_hi = []
+        for i, v in enumerate(value):
+            check_range(f"{p}[{i}]", v, VEHICLE_KEYS[key][1], VEHICLE_KEYS[key][2])
+            lo_hi.append(float(v))
+        if lo_hi[1] < lo_hi[0]:
+            raise ConfigError(f"{p} must have low <= high, got {value!r}")
+        out[key] = tuple(lo_hi)
+    for corner in product(*out.values()):
+        values = {**vehicle, **dict(zip(out, corner))}
+        validate_vehicle(values, f"{path} (at {dict(zip(out, corner))})")
+        try:
+            dyn4_params(HUMVEE, dtype=torch.float64, **values)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"{path}: the vehicle at {dict(zip(out, corner))} does not derive: {exc}") from None
+    return out
