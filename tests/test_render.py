@@ -73,3 +73,24 @@ def test_without_pygame_the_error_names_the_extra(monkeypatch):
     with pytest.raises(ImportError, match=r"dyn4-gym\[render\]"):
         gym.make("Dyn4Humvee-v1", render_mode="rgb_array")
     gym.make("Dyn4Humvee-v1")  # no render_mode: no pygame needed
+
+
+def test_per_row_vehicles_render_on_both_engines():
+    """With ``vehicle_ranges`` each row draws its own car; the Numba state's torch view carries
+    the rows' parameters (unpacked), equal to the torch engine's."""
+    import torch
+
+    kw = dict(render_mode="rgb_array", dtype="float64", vehicle_ranges={"mass": [2000.0, 3000.0],
+                                                                           "track_front": [1.6, 2.0]}, **SHORT)
+    frames, params = {}, {}
+    for engine in ("numba", "torch"):
+        env = gym.make("Dyn4Humvee-v1", engine=engine, **kw)
+        env.reset(seed=3)
+        env.step(np.array([0.1, 0.3], np.float32))
+        frames[engine] = env.render()
+        params[engine] = env.unwrapped._runner.task_state().p
+    for name in ("m", "x_w", "y_w", "Fz0", "k", "lf", "lr", "delta_max"):
+        torch.testing.assert_close(getattr(params["numba"], name), getattr(params["torch"], name), rtol=1e-12,
+                                   atol=1e-12)
+    assert frames["numba"].shape == (480, 480, 3) and (np.abs(frames["numba"].astype(int) - frames["torch"]).max()
+                                                      <= 1)

@@ -53,6 +53,20 @@ def pack_params(p) -> tuple:
     return np.asarray(vals, dtype=np.float64), bool(p.grade_force), p.damper == "passive"
 
 
+def unpack_params(P: np.ndarray, base):
+    """The rows' :class:`Dyn4Params` from packed rows ``P (B, n)`` (:func:`pack_params`'s layout),
+    over ``base`` for the flags and the dtype: the inverse the torch view of a Numba state needs."""
+    import torch
+
+    def t(a):
+        return torch.as_tensor(np.ascontiguousarray(a), dtype=base.m.dtype)
+
+    vals = {n: t(P[:, j]) for j, n in enumerate(PARAM_NAMES) if n != "L"}
+    vals.update({n: t(P[:, _NS + 4 * j:_NS + 4 * j + 4]) for j, n in enumerate(WHEEL_NAMES)})
+    vals.update(lf=vals["x_w"][:, 0], lr=-vals["x_w"][:, 2])
+    return dataclasses.replace(base, **vals)
+
+
 def pack_terrain(t, batch: int) -> tuple:
     """The rough kind's :class:`Terrain` (or a ``Flat``) as float64 arrays for the kernel."""
     from ..ground import Flat, Terrain

@@ -245,6 +245,7 @@ class NumbaEngine:
 
     def task_state(self, state) -> TaskState:
         """The state as a torch :class:`TaskState` sharing memory (for rendering and inspection)."""
+        from ..engine.numba_plant import unpack_params
         from ..ground.terrain import Terrain
 
         t = torch.from_numpy
@@ -253,7 +254,8 @@ class NumbaEngine:
         return TaskState(x=t(state.x), terrain=terrain, course_xy=t(state.course_xy),
                          course_heading=t(state.course_heading), idx=t(state.idx), s=t(state.s), t=t(state.t),
                          prev_action=t(state.prev_action), target_speed=t(state.target_speed), key=t(state.key),
-                         episode=t(state.episode), pt=t(state.pt))
+                         episode=t(state.episode), pt=t(state.pt),
+                         p=unpack_params(state.P, self.core.p) if self.core.ranges else None)
 
 
 def make_engine(core: TaskCore):

@@ -17,7 +17,7 @@ import os
 import numpy as np
 import torch
 
-from .._tree import take_rows
+from .._tree import take_rows, tree_map
 from ..plant.corners import forces_at
 
 __all__ = ["TopDownRenderer", "import_pygame"]
@@ -132,7 +132,7 @@ class TopDownRenderer:
             for side in (1.0, -1.0):
                 pg.draw.lines(surf, (20, 20, 20), False, self._px(xy[seg] + side * hw * nrm, centre).tolist(), 2)
         # the car: body, wheels (front ones steered), a heading mark
-        p = core.p
+        p = core.p if getattr(state, "p", None) is None else tree_map(lambda t: t[row], state.p)  # the row's vehicle
         c, s = np.cos(x[2]), np.sin(x[2])
         rot = np.array([[c, -s], [s, c]])
         lf, lr, w = float(p.lf), float(p.lr), float(p.y_w[0]) + 0.25
@@ -165,8 +165,9 @@ class TopDownRenderer:
     def loads(self, state) -> np.ndarray:
         """``(B, 4)`` wheel loads relative to static, every row."""
         with torch.no_grad():
-            f = forces_at(state.x, state.x[:, 12], state.x[:, 13], self.core.p, state.terrain)
-            return (f.Fz / self.core.p.Fz0).double().cpu().numpy()
+            p = self.core.p if getattr(state, "p", None) is None else state.p
+            f = forces_at(state.x, state.x[:, 12], state.x[:, 13], p, state.terrain)
+            return (f.Fz / p.Fz0).double().cpu().numpy()
 
     def close(self):
         if self.human:
