@@ -24,8 +24,13 @@ def test_the_console_commands_are_installed():
     import shutil
     import subprocess
 
+    import os
+    import sysconfig
+
     for cmd in ("dyn4-gym", "dyn4-gym-demo"):
-        path = shutil.which(cmd)
-        assert path is not None, f"{cmd} is not on the PATH (pip install -e . installs it)"
+        # where pip puts this interpreter's console scripts (a PATH shim, pyenv's say, may lag behind)
+        path = os.path.join(sysconfig.get_path("scripts"), cmd)
+        path = path if os.path.exists(path) else shutil.which(cmd)
+        assert path is not None, f"{cmd} is not installed (pip install -e . installs it)"
         r = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0 and "usage:" in r.stdout
