@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..cli import strict_json
 from ..envs import Dyn4DiffEnv
 
 __all__ = ["SHACConfig", "SHAC", "SHACPolicy", "RunningNorm", "Actor", "Critic", "CheckpointError", "CHECKPOINT_FORMAT"]
@@ -440,17 +441,13 @@ def _read_checkpoint(path: str) -> tuple[dict, SHACConfig, dict]:
         config.validate()
         if not isinstance(d["env_kwargs"], str) or len(d["env_kwargs"]) > _MAX_JSON:
             raise ValueError(f"env_kwargs must be a JSON string of at most {_MAX_JSON} characters")
-        env_kwargs = json.loads(d["env_kwargs"], parse_constant=_no_constant)
+        env_kwargs = strict_json(d["env_kwargs"])
         if not isinstance(env_kwargs, dict):
             raise ValueError("env_kwargs must be a JSON object")
         _count(d, "env_steps"), _count(d, "iterations")
     except Exception as exc:
         raise CheckpointError(f"{path} is not a usable dyn4-gym SHAC checkpoint ({_why(exc)})") from None
     return d, config, env_kwargs
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not strict JSON")
 
 
 def _count(d: dict, key: str) -> int:

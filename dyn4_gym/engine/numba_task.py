@@ -104,11 +104,9 @@ class NumbaTask:
         self.n_points = int(round(c.length / c.spacing)) + 1
         self.shape = dict(n_hills=g.n_hills, n_patches=g.n_patches, n_bumps=g.n_bumps)
         self.patch_edge = 0.5  # Terrain.patch_edge
-        weight = float(self.P[0] * self.P[3])  # m g
         # the progress cap per step per m/s of target speed [s] (inf: uncapped)
         cap = math.inf if cfg.progress_cap is None else cfg.progress_cap * cfg.control_dt
-        self.step_consts = np.array([c.spacing, c.half_width, c.goal_margin, cfg.roll_limit, cfg.episode_steps, weight,
-                                     cap])
+        self.step_consts = np.array([c.spacing, c.half_width, c.goal_margin, cfg.roll_limit, cfg.episode_steps, cap])
         i0, frac, s0 = core.start_index()  # the start pose (TaskCore.new_state)
         self.reset_course = np.array([c.spacing, c.lat_accel, c.wavelength_min, c.wavelength_max, c.lead_in,
                                       c.half_width, c.n_waves, i0, frac, s0, cfg.start_offset, cfg.start_heading,
@@ -158,10 +156,10 @@ class NumbaTask:
         from .._tree import tree_map
         from .numba_plant import pack_params
 
-        core = self.core
-        n_total = 3 * core.cfg.course.n_waves + core.terrain_kind.n_uniforms(core.cfg.ground) + len(core.ranges)
-        u = _rng.uniform(torch.as_tensor(keys), torch.as_tensor(episodes), n_total, dtype=torch.float64)
-        p = core.row_params(u[:, n_total - len(core.ranges):])
+        n_course, n_ground, n_vehicle = self.core.uniform_counts()
+        u = _rng.uniform(torch.as_tensor(keys), torch.as_tensor(episodes), n_course + n_ground + n_vehicle,
+                         dtype=torch.float64)
+        p = self.core.row_params(u[:, n_course + n_ground:])
         return np.stack([pack_params(tree_map(lambda t, i=i: t[i], p))[0] for i in range(len(keys))])
 
 
@@ -393,7 +391,7 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
     """TaskCore.step for every active row, in place; inactive rows are left as they are, their
     outputs zero (the caller resets them). ``driver``: actions are (steer, throttle, brake) through
     the powertrain (``Q``, ``maps``; state ``PTS``)."""
-    spacing, half_width, goal_margin, roll_limit, episode_steps, cap = C[0], C[1], C[2], C[3], C[4], C[6]
+    spacing, half_width, goal_margin, roll_limit, episode_steps, cap = C[0], C[1], C[2], C[3], C[4], C[5]
     n = CXY.shape[1]
     length = (n - 1) * spacing
     for b in prange(X.shape[0]):

@@ -8,7 +8,6 @@ with the dotted path of the offender (``course.half_width must be positive, got 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field, fields
 
 from .._checks import ConfigError, check_int_range, check_range, is_num
@@ -47,7 +46,7 @@ class CourseConfig:
         try:  # a tuple of (x, y) pairs, and the length it gives
             line = tuple((float(x), float(y)) for x, y in self.centre_line)
             length = _line_length(line, self.spacing)
-        except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+        except (TypeError, ValueError, OverflowError, ZeroDivisionError, IndexError):
             return  # validate() says what is wrong with it
         object.__setattr__(self, "centre_line", line)
         object.__setattr__(self, "length", length)
@@ -75,12 +74,11 @@ class CourseConfig:
 
 
 def _line_length(line, spacing) -> float:
-    """The course length a centre line gives: its arc length, down to whole spacings."""
-    import numpy as np
+    """The course length a centre line gives: its arc length, down to whole spacings (the
+    resampled line's, course.centre_line_course)."""
+    from .course import centre_line_course
 
-    pts = np.asarray(line, dtype=np.float64)
-    total = float(np.hypot(np.diff(pts[:, 0]), np.diff(pts[:, 1])).sum())
-    return math.floor(total / spacing + 1e-9) * spacing
+    return (len(centre_line_course(line, spacing)[0]) - 1) * spacing
 
 
 def _check_line(path: str, line, c) -> None:

@@ -27,7 +27,7 @@ from ..plant.corners import forces_at
 from ..plant.energy import BOOK_LINES
 from .._checks import ConfigError
 from .config import EnvConfig
-from .vehicle import validate_vehicle_ranges
+from .vehicle import vehicle_range_box
 from .course import make_courses, preview_points, project, wrap_angle
 from .rewards import StepContext, evaluate_term, resolve_terms
 
@@ -122,9 +122,8 @@ class TaskCore:
         self.book_lines = BOOK_LINES + (POWERTRAIN_LINES if self.driver else ())
         self._scales = torch.tensor([obs_scale(n, float(self.p.delta_max), cfg.course.half_width)
                                      for n in self.obs_names], dtype=self.dtype, device=self.device)
-        self._weight = self.p.m * self.p.g
-        # domain randomisation (EnvConfig.vehicle_ranges): the keys in sorted order, their boxes
-        self.ranges = validate_vehicle_ranges(cfg.vehicle_ranges, cfg.vehicle, f"{path}.vehicle_ranges")
+        # domain randomisation (EnvConfig.vehicle_ranges, validated above): the keys in sorted order, their boxes
+        self.ranges = vehicle_range_box(cfg.vehicle_ranges, cfg.vehicle, f"{path}.vehicle_ranges")
         self._steer = self.obs_names.index("steer")
 
     def spaces(self):
@@ -149,9 +148,8 @@ class TaskCore:
         episode = episode.to(self.device)
         B = key.shape[0]
         dt, dev = self.dtype, self.device
-        n_course = 3 * c.n_waves
-        n_ground = self.terrain_kind.n_uniforms(self.cfg.ground)
-        u = _rng.uniform(key, episode, n_course + n_ground + len(self.ranges), dtype=dt)
+        n_course, n_ground, n_vehicle = self.uniform_counts()
+        u = _rng.uniform(key, episode, n_course + n_ground + n_vehicle, dtype=dt)
         p = self.row_params(u[:, n_course + n_ground:])
         v_t = torch.full((B,), self.cfg.target_speed, dtype=dt, device=dev)
         xy, heading = make_courses(u[:, :n_course], c, v_t)
@@ -166,7 +164,7 @@ class TaskCore:
         th = heading[:, i0] + frac * (heading[:, i0 + 1] - heading[:, i0])
         off = self.cfg.start_offset
         x = dyn4_rest(self.p if p is None else p, terrain, (B,), X=pos[:, 0] - off * torch.sin(th),
-                      Y=pos[:, 1] + off * torch.cos(th), psi=th + self.cfg.start_heading)
+                      Y=pos[:, 1] + off * torch.cos(th), psi=th + self.cfg.start_heading)  # params_of's rule
         v0 = self.cfg.target_speed if self.cfg.start_speed is None else self.cfg.start_speed
         x = x.index_fill(-1, torch.tensor([DYN4.VX], device=dev), v0)
         zeros_l = torch.zeros(B, dtype=torch.long, device=dev)
@@ -174,6 +172,11 @@ class TaskCore:
                          s=torch.full((B,), s0, dtype=dt, device=dev), t=zeros_l,
                          prev_action=torch.zeros(B, self.n_action, dtype=dt, device=dev), target_speed=v_t, key=key,
                          episode=episode, pt=powertrain_at(self.pt, x[:, DYN4.VX]), p=p)
+
+    def uniform_counts(self) -> tuple[int, int, int]:
+        """How many uniforms a row draws at a reset, in stream order: the course's, the ground
+        kind's, the vehicle's (one per ``vehicle_ranges`` key). Both engines read the layout here."""
+        return 3 * self.cfg.course.n_waves, self.terrain_kind.n_uniforms(self.cfg.ground), len(self.ranges)
 
     def row_params(self, u: torch.Tensor):
         """Each row's parameters from its vehicle uniforms ``u (B, len(ranges))``: the spec sheet
@@ -277,7 +280,7 @@ class TaskCore:
         """
         advance, finish = (self._advance, self._finish) if parts is None else parts
         a = self.clip_action(action)
-        u = self.action_to_input(a, state.p)
+        u = self.action_to_input(a, self.params_of(state))
         x = state.x
         B = x.shape[0]
         zero = torch.zeros(B, dtype=self.dtype, device=self.device)
@@ -338,10 +341,10 @@ class TaskCore:
         t = state.t + 1
         truncated = (t >= cfg.episode_steps) & ~terminated
         heading_error = wrap_angle(x[:, DYN4.PSI] - th)
+        p = self.params_of(state)
         ctx = StepContext(progress=progress, speed=x[:, DYN4.VX], target_speed=state.target_speed, cross_track=e,
                           half_width=cfg.course.half_width, heading_error=heading_error, books=books,
-                          weight=self._weight if state.p is None else state.p.m * state.p.g, action=a,
-                          prev_action=state.prev_action, roll_rate=x[:, DYN4.PHID],
+                          weight=p.m * p.g, action=a, prev_action=state.prev_action, roll_rate=x[:, DYN4.PHID],
                           pitch_rate=x[:, DYN4.THETAD], failed=failed, success=success & ~failed,
                           progress_cap=self.progress_cap(state.target_speed))
         terms = {name: evaluate_term(name, term, ctx, B, self.dtype) for name, term in self.terms.items()}

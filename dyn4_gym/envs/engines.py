@@ -163,16 +163,15 @@ class NumbaEngine:
     def step(self, state, actions: np.ndarray, active: np.ndarray | None = None):
         B = state.batch_size
         active = np.ones(B, dtype=np.bool_) if active is None else np.ascontiguousarray(active, dtype=np.bool_)
+        actions = np.ascontiguousarray(actions, dtype=np.float64)
         if not self.task.custom:
-            obs, reward, info, flags = self._nt.step(self.task, state, np.ascontiguousarray(actions, dtype=np.float64),
-                                                     active)
+            obs, reward, info, flags = self._nt.step(self.task, state, actions, active)
             return state, obs, reward, flags[:, 0], flags[:, 1], (info, flags, {})
         # the kernel steps the state in place and the users' terms run after it: keep what it
         # changes, so a term that raises leaves the env as it was (as on the torch engine)
         before = {f: getattr(state, f).copy() for f in _STEPPED}
         try:
-            obs, reward, info, flags = self._nt.step(self.task, state, np.ascontiguousarray(actions, dtype=np.float64),
-                                                     active)
+            obs, reward, info, flags = self._nt.step(self.task, state, actions, active)
             extra = self._custom_terms(state, before["prev_action"], info, flags, reward, active)
         except BaseException:
             for f, a in before.items():

@@ -88,13 +88,10 @@ class Dyn4Env(gym.Env):
     spec = OwnSpec()  # the caller's keyword arguments, copied (envs/inputs.py)
 
     def __init__(self, render_mode: str | None = None, **kwargs):
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
-        self.render_mode = render_mode
-        if render_mode is not None:
-            from .render import import_pygame
+        from .render import check_render_mode
 
-            import_pygame()  # a missing extra is named now, not at the first frame
+        check_render_mode(render_mode, self.metadata["render_modes"])
+        self.render_mode = render_mode
         self._runner = BatchRunner(EnvConfig.from_dict(kwargs), 1)
         self.action_space, self.observation_space = self._runner.core.spaces()
         self._renderer = None
@@ -160,11 +157,9 @@ class Dyn4Env(gym.Env):
             return None
         if self._runner.state is None:
             raise RuntimeError("call reset() before render()")
-        from .render import TopDownRenderer
+        from .render import renderer_for
 
-        if self._renderer is None or self._renderer.core is not self.core:  # options may have changed the task
-            self.close()
-            self._renderer = TopDownRenderer(self.core, human=self.render_mode == "human")
+        self._renderer = renderer_for(self._renderer, self.core, human=self.render_mode == "human")
         frame = self._renderer.draw(self._runner.task_state(), 0)
         return None if self.render_mode == "human" else frame
 

@@ -20,7 +20,7 @@ import torch
 from .._tree import take_rows, tree_map
 from ..plant.corners import forces_at
 
-__all__ = ["TopDownRenderer", "import_pygame"]
+__all__ = ["TopDownRenderer", "import_pygame", "check_render_mode", "renderer_for"]
 
 GROUND_CELL = 0.5  # [m] the ground is sampled once an episode on this grid, then scaled per frame
 
@@ -33,6 +33,26 @@ def import_pygame():
     except ImportError:
         raise ImportError("rendering needs pygame: pip install 'dyn4-gym[render]' (or pip install pygame)") from None
     return pygame
+
+
+def check_render_mode(render_mode, modes) -> None:
+    """A face's ``render_mode``: None or one of ``modes`` (``ValueError``); a mode needs pygame,
+    named now (:func:`import_pygame`), not at the first frame."""
+    if render_mode is None:
+        return
+    if render_mode not in modes:
+        raise ValueError(f"render_mode must be None or one of {list(modes)}, got {render_mode!r}")
+    import_pygame()
+
+
+def renderer_for(renderer, core, human: bool = False) -> "TopDownRenderer":
+    """``renderer`` if it draws ``core``'s task, else a new one (options may have changed the
+    task since it was made); the old one is closed."""
+    if renderer is not None and renderer.core is core:
+        return renderer
+    if renderer is not None:
+        renderer.close()
+    return TopDownRenderer(core, human=human)
 
 
 def _load_colour(load: np.ndarray) -> np.ndarray:
@@ -132,7 +152,8 @@ class TopDownRenderer:
             for side in (1.0, -1.0):
                 pg.draw.lines(surf, (20, 20, 20), False, self._px(xy[seg] + side * hw * nrm, centre).tolist(), 2)
         # the car: body, wheels (front ones steered), a heading mark
-        p = core.p if getattr(state, "p", None) is None else tree_map(lambda t: t[row], state.p)  # the row's vehicle
+        p = core.params_of(state)
+        p = p if state.p is None else tree_map(lambda t: t[row], p)  # the row's own vehicle
         c, s = np.cos(x[2]), np.sin(x[2])
         rot = np.array([[c, -s], [s, c]])
         lf, lr, w = float(p.lf), float(p.lr), float(p.y_w[0]) + 0.25
@@ -162,10 +183,15 @@ class TopDownRenderer:
             self.clock.tick(round(1.0 / core.cfg.control_dt))
         return np.ascontiguousarray(pg.surfarray.array3d(surf).transpose(1, 0, 2))
 
+    def draw_all(self, state) -> list:
+        """Every row's frame (the wheel loads computed once for all of them)."""
+        loads = self.loads(state)
+        return [self.draw(state, i, loads) for i in range(state.batch_size)]
+
     def loads(self, state) -> np.ndarray:
         """``(B, 4)`` wheel loads relative to static, every row."""
         with torch.no_grad():
-            p = self.core.p if getattr(state, "p", None) is None else state.p
+            p = self.core.params_of(state)
             f = forces_at(state.x, state.x[:, 12], state.x[:, 13], p, state.terrain)
             return (f.Fz / p.Fz0).double().cpu().numpy()
 

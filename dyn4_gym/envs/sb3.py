@@ -32,13 +32,10 @@ class Dyn4SB3VecEnv(VecEnv):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
     def __init__(self, num_envs: int = 16, render_mode: str | None = None, **kwargs):
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        runner = BatchRunner(EnvConfig.from_dict(kwargs), num_envs)  # checks num_envs and the config first
-        if render_mode is not None:
-            from .render import import_pygame
+        from .render import check_render_mode
 
-            import_pygame()
+        check_render_mode(render_mode, self.metadata["render_modes"])
+        runner = BatchRunner(EnvConfig.from_dict(kwargs), num_envs)  # checks num_envs and the config first
         act_space, obs_space = runner.core.spaces()
         self.render_mode = render_mode
         super().__init__(num_envs, obs_space, act_space)
@@ -88,13 +85,10 @@ class Dyn4SB3VecEnv(VecEnv):
         if self.render_mode != "rgb_array":
             raise ValueError("get_images() needs render_mode='rgb_array'")
         self.runner.check_started()
-        from .render import TopDownRenderer
+        from .render import renderer_for
 
-        if self._renderer is None or self._renderer.core is not self.runner.core:
-            self._renderer = TopDownRenderer(self.runner.core)
-        state = self.runner.task_state()
-        loads = self._renderer.loads(state)
-        return [self._renderer.draw(state, i, loads) for i in range(self.num_envs)]
+        self._renderer = renderer_for(self._renderer, self.runner.core)
+        return self._renderer.draw_all(self.runner.task_state())
 
     def close(self) -> None:
         if self._renderer is not None:

@@ -152,12 +152,9 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
         self.num_envs = num_envs
         self.runner = BatchRunner(EnvConfig.from_dict(kwargs), num_envs)
         self.render_mode = render_mode
-        if render_mode is not None:
-            if render_mode not in self.metadata["render_modes"]:
-                raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
-            from .render import import_pygame
+        from .render import check_render_mode
 
-            import_pygame()
+        check_render_mode(render_mode, self.metadata["render_modes"])
         self.single_action_space, self.single_observation_space = self.runner.core.spaces()
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -230,13 +227,10 @@ class Dyn4VectorEnv(gym.vector.VectorEnv):
     def render(self):
         if self.render_mode != "rgb_array":
             return None
-        from .render import TopDownRenderer
+        from .render import renderer_for
 
-        if self._renderer is None or self._renderer.core is not self.runner.core:
-            self._renderer = TopDownRenderer(self.runner.core)
-        state = self.runner.task_state()
-        loads = self._renderer.loads(state)  # every row's at once
-        return tuple(self._renderer.draw(state, i, loads) for i in range(self.num_envs))
+        self._renderer = renderer_for(self._renderer, self.runner.core)
+        return tuple(self._renderer.draw_all(self.runner.task_state()))
 
     def close_extras(self, **kwargs):
         if self._renderer is not None:

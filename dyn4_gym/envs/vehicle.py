@@ -12,7 +12,7 @@ from __future__ import annotations
 from .._checks import ConfigError, check_range, is_num
 from ..plant import HUMVEE
 
-__all__ = ["VEHICLE_KEYS", "validate_vehicle", "validate_vehicle_ranges", "MAX_RANGES"]
+__all__ = ["VEHICLE_KEYS", "validate_vehicle", "validate_vehicle_ranges", "vehicle_range_box", "MAX_RANGES"]
 
 # key: (kind, low, high) for numbers [SI units]; (kind, choices) for strings; ("bool",) for flags
 VEHICLE_KEYS = {
@@ -89,22 +89,12 @@ def validate_vehicle(vehicle, path: str) -> dict:
     return out
 
 
-
-
 MAX_RANGES = 8  # keys randomised at once (every corner of their box is checked: 2^8 derivations)
 
 
-def validate_vehicle_ranges(ranges, vehicle: dict, path: str) -> dict:
-    """``vehicle_ranges``: numeric vehicle keys -> ``[low, high]`` within the key's bounds, drawn per
-    row and episode (domain randomisation). Every corner of the box, over ``vehicle``'s other
-    overrides, must be a valid vehicle (the cross-key rules included) that derives parameters.
-    Returns ``{key: (low, high)}`` with floats, in sorted key order."""
-    from itertools import product
-
-    import torch
-
-    from ..plant import dyn4_params
-
+def vehicle_range_box(ranges, vehicle: dict, path: str) -> dict:
+    """``vehicle_ranges`` as ``{key: (low, high)}`` floats in sorted key order, each key numeric,
+    not fixed in ``vehicle``, its bounds within the key's and ``low <= high``; else ``ConfigError``."""
     if not isinstance(ranges, dict):
         raise ConfigError(f"{path} must be a dict of key: [low, high], got {type(ranges).__name__}")
     if len(ranges) > MAX_RANGES:
@@ -126,11 +116,25 @@ def validate_vehicle_ranges(ranges, vehicle: dict, path: str) -> dict:
         if lo_hi[1] < lo_hi[0]:
             raise ConfigError(f"{p} must have low <= high, got {value!r}")
         out[key] = tuple(lo_hi)
-    for corner in product(*out.values()):
-        values = {**vehicle, **dict(zip(out, corner))}
-        validate_vehicle(values, f"{path} (at {dict(zip(out, corner))})")
+    return out
+
+
+def validate_vehicle_ranges(ranges, vehicle: dict, path: str) -> None:
+    """``vehicle_ranges``: numeric vehicle keys -> ``[low, high]`` (:func:`vehicle_range_box`),
+    drawn per row and episode (domain randomisation). Every corner of the box, over ``vehicle``'s
+    other overrides, must also be a valid vehicle (the cross-key rules included) that derives
+    parameters."""
+    from itertools import product
+
+    import torch
+
+    from ..plant import dyn4_params
+
+    box = vehicle_range_box(ranges, vehicle, path)
+    for corner in product(*box.values()):
+        values = {**vehicle, **dict(zip(box, corner))}
+        validate_vehicle(values, f"{path} (at {dict(zip(box, corner))})")
         try:
             dyn4_params(HUMVEE, dtype=torch.float64, **values)
         except (ValueError, TypeError) as exc:
-            raise ConfigError(f"{path}: the vehicle at {dict(zip(out, corner))} does not derive: {exc}") from None
-    return out
+            raise ConfigError(f"{path}: the vehicle at {dict(zip(box, corner))} does not derive: {exc}") from None
