@@ -16,6 +16,7 @@ import time
 import numpy as np
 import torch
 
+from . import cli
 from .ground import Flat, MuSplit
 from .plant import HUMVEE, dyn4_params
 from .ground import Hills
@@ -195,21 +196,14 @@ def _plot(path, st, split, bp) -> None:
 
 
 def parse_args(argv=None):
-    from . import cli
-
     ap = cli.Parser(prog="python -m dyn4_gym.demo", description=__doc__.splitlines()[0])
     ap.add_output("--out", "runs/demo", help="folder for the plot")
     ap.add_argument("--quick", action="store_true", help="fewer skidpad angles (for tests)")
     return ap.parse_args(argv)
 
 
+@cli.script
 def main(argv=None) -> None:
-    from . import cli
-
-    return cli.script(_main)(argv)
-
-
-def _main(argv=None) -> None:
     args = parse_args(argv)
     run(args.out, args.quick)
 
