@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from .model.constants import ELLIPSE_EPS, SOFTCAP_WIDTH, SOFTPLUS_LINEAR, SOFTPLUS_MIN
+
 __all__ = ["atanc", "softcap", "softplus_floor", "tanhc", "ellipse_factor"]
 
 _SMALL = 1e-4
@@ -35,7 +37,7 @@ def sinc_unnormalised(x: torch.Tensor) -> torch.Tensor:
     return torch.sinc(x / torch.pi)
 
 
-def softcap(x: torch.Tensor, limit: torch.Tensor, width: float = 0.1) -> torch.Tensor:
+def softcap(x: torch.Tensor, limit: torch.Tensor, width: float = SOFTCAP_WIDTH) -> torch.Tensor:
     """Cap ``|x|`` at ``limit`` with a C1 blend that is the identity up to ``(1 - width) limit``.
 
     Between ``(1 - width)`` and ``(1 + width)`` times the limit a quadratic joins the identity
@@ -59,10 +61,10 @@ def softplus_floor(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     ``x / scale < -88`` in float32), and a zero load divides by zero in the tires; it is held at
     ``1e-6 scale`` there instead, which changes nothing above.
     """
-    return scale * torch.nn.functional.softplus(x / scale).clamp_min(1e-6)
+    return scale * torch.nn.functional.softplus(x / scale, threshold=SOFTPLUS_LINEAR).clamp_min(SOFTPLUS_MIN)
 
 
-def ellipse_factor(ratio_sq: torch.Tensor, eps: float = 0.02) -> torch.Tensor:
+def ellipse_factor(ratio_sq: torch.Tensor, eps: float = ELLIPSE_EPS) -> torch.Tensor:
     """Share of the lateral grip left inside the friction ellipse, ``~sqrt(1 - ratio^2)``.
 
     ``ratio_sq = (F_x / (mu F_z))^2`` in ``[0, 1]``. Regularised so the slope stays finite at

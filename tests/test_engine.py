@@ -14,6 +14,7 @@ from dyn4_gym.plant import HUMVEE, dyn4_energy, dyn4_params, dyn4_step
 from dyn4_gym.plant import dyn4_state as state
 
 from dyn4_gym.engine import numba_plant
+from dyn4_gym.model.books import BOOK_LINES
 
 D = torch.float64
 GOLDEN = Path(__file__).parent / "data" / "dyn4_golden.json"
@@ -55,7 +56,7 @@ def test_numba_substep_equals_the_torch_plant(grade, damper, ground):
     assert np.max(np.abs(y - ref) / np.maximum(np.abs(ref), 1.0)) < 1e-12
     # books: each line against the step's energy scale (dH is a difference of H ~ 1e5-1e6 J)
     scale = np.maximum(np.abs(dyn4_energy(x, p, g).numpy()), 1.0)
-    for j, name in enumerate(numba_plant.BOOK_ORDER):
+    for j, name in enumerate(BOOK_LINES):
         err = np.abs(bk[:, j] - getattr(b, name).numpy()) / scale
         assert err.max() < 1e-12, name
 

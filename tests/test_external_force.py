@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from dyn4_gym.engine import numba_plant
+from dyn4_gym.model.books import BOOK_LINES
 from dyn4_gym.ground import Flat, Hills
 from dyn4_gym.plant import HUMVEE, dyn4_params, dyn4_rest, dyn4_step
 
@@ -144,6 +145,6 @@ def test_numba_port_equals_torch_on_rough_terrain():
         y, bk = numba_plant.dyn4_step_np(x.numpy(), u.numpy(), numba_plant.pack_params(p),
                                          numba_plant.pack_terrain(st.terrain, B), books=True, f_ext=f.numpy())
         assert np.max(np.abs(y - x1.numpy()) / np.maximum(np.abs(x1.numpy()), 1.0)) < 1e-12
-        j = numba_plant.BOOK_ORDER.index("external")
+        j = BOOK_LINES.index("external")
         assert np.max(np.abs(bk[:, j] - b.external.numpy())) / 1e5 < 1e-12
         assert math.isfinite(float(b.residual.abs().max()))

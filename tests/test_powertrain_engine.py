@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from dyn4_gym.engine import numba_plant
-from dyn4_gym.engine.numba_powertrain import POWERTRAIN_LINES, drive_step_np, pack_powertrain
+from dyn4_gym.engine.numba_powertrain import drive_step_np, pack_powertrain
+from dyn4_gym.model.books import BOOK_LINES, POWERTRAIN_LINES
 from dyn4_gym.envs import EnvConfig, TaskCore
 from dyn4_gym.ground import Flat
 from dyn4_gym.plant import HUMVEE, dyn4_params, dyn4_rest
@@ -60,7 +61,7 @@ def test_numba_drive_step_equals_torch(ground):
         scale = 1.0 + np.abs(pb.fuel.numpy()) + np.abs(bk.supplied.numpy()) + np.abs(bk.dissipated.numpy())
         for j, name in enumerate(POWERTRAIN_LINES):
             worst_b = max(worst_b, float(np.max(np.abs(pbn[:, j] - getattr(pb, name).numpy()) / scale)))
-        for j, name in enumerate(numba_plant.BOOK_ORDER):
+        for j, name in enumerate(BOOK_LINES):
             worst_b = max(worst_b, float(np.max(np.abs(bkn[:, j] - getattr(bk, name).numpy()) / scale)))
         gears |= set(sn[:, PT.GEAR].astype(int).tolist())
     assert worst_x < 1e-9 and worst_b < 1e-9, (worst_x, worst_b)

@@ -181,3 +181,38 @@ def test_shac_lives_on_the_envs_device():
     assert agent.device == dev
     assert all(p.device == dev for p in agent.actor.parameters())
     assert math.isfinite(agent.iteration()["actor_loss"])
+
+
+# the house's layers, lowest first: a module may import its own layer and those below it
+_LAYERS = {"model": 0, "_math": 1, "_checks": 1, "_rng": 1, "_tree": 1, "ground": 2, "plant": 3, "engine": 4}
+
+
+def _dyn4_imports(path: Path) -> set:
+    """The dyn4_gym modules ``path`` imports (absolute or relative), by their first package name."""
+    import ast
+
+    pkg = path.relative_to(ROOT / "dyn4_gym").parts
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = list(pkg[:-1])[: len(pkg) - node.level]
+            target = base + (node.module.split(".") if node.module else [])
+            if not target:  # "from .. import x": the names are modules of the package
+                out.update(a.name for a in node.names)
+            else:
+                out.add(target[0])
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dyn4_gym."):
+            out.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            out.update(a.name.split(".")[1] for a in node.names if a.name.startswith("dyn4_gym."))
+    return out
+
+
+@pytest.mark.parametrize("layer", ["model", "ground", "plant", "engine"])
+def test_no_import_runs_upward(layer):
+    """The model layer imports nothing of the package; the kernels (engine/) import only the
+    model, the plant and the ground, never the env side (issue 21)."""
+    for path in sorted((ROOT / "dyn4_gym" / layer).glob("*.py")):
+        for target in _dyn4_imports(path):
+            assert target in _LAYERS and _LAYERS[target] <= _LAYERS[layer], \
+                f"{path.relative_to(ROOT)} imports dyn4_gym.{target}, above its layer {layer!r}"

@@ -19,22 +19,17 @@ import types
 
 import numpy as np
 
+from enum import IntEnum
+
 from numba import njit, prange
 
-from ..plant.corners import FLOOR_SHARE, SLOPE_STEP
-from ..plant.planar import N_SECANT
-from ..plant.tire import A_BLEND
+from ..model.books import BOOK, N_BOOKS
+from ..model.constants import (A_BLEND, DEFAULT_MU, ELLIPSE_EPS, FLOOR_SHARE, MU_FLOOR, MU_FLOOR_SCALE, N_SECANT,
+                               SLOPE_STEP, SOFTCAP_WIDTH, SOFTPLUS_LINEAR, SOFTPLUS_MIN)
+from ..model.packed import N_PARAMS, PARAM_NAMES, PK, TERRAIN_FIELDS, WHEEL_PARAM_NAMES
+from ..model.state import DYN4 as S, N_DYN4
 
-__all__ = ["PARAM_NAMES", "pack_params", "pack_terrain", "dyn4_step_np", "BOOK_ORDER"]
-
-# scalar parameters in the packed vector, then the nine per-wheel ones (4 each)
-PARAM_NAMES = ("m", "Iz", "h", "g", "eps_load", "delta_max", "a_drive", "a_brake", "power", "tau_steer",
-               "tau_drive", "c_drag", "f_roll", "v_lat", "v_roll", "Ix", "Iy", "L")
-WHEEL_NAMES = ("x_w", "y_w", "Fz0", "B", "C", "E", "drive_share", "k", "damp")
-_NS = len(PARAM_NAMES)
-BOOK_ORDER = ("dH", "supplied", "dissipated", "tire", "damper", "drag", "lever", "grade", "ground", "limiter",
-              "external", "residual")
-DEFAULT_MU = 0.8
+__all__ = ["pack_params", "unpack_params", "pack_terrain", "dyn4_step_np", "substep_row", "W_", "N_SCRATCH", "DW", "N_DW"]
 
 
 def pack_params(p) -> tuple:
@@ -45,12 +40,14 @@ def pack_params(p) -> tuple:
         if v.ndim != 0:
             raise ValueError(f"the numba engine needs scalar parameters; {n} has shape {v.shape}")
         vals.append(float(v))
-    for n in WHEEL_NAMES:
+    for n in WHEEL_PARAM_NAMES:
         v = np.asarray(getattr(p, n).detach().cpu(), dtype=np.float64)
         if v.shape != (4,):
             raise ValueError(f"the numba engine needs per-wheel parameters of shape (4,); {n} has {v.shape}")
         vals.extend(v.tolist())
-    return np.asarray(vals, dtype=np.float64), bool(p.grade_force), p.damper == "passive"
+    P = np.asarray(vals, dtype=np.float64)
+    assert P.shape == (N_PARAMS,)
+    return P, bool(p.grade_force), p.damper == "passive"
 
 
 def unpack_params(P: np.ndarray, base):
@@ -62,22 +59,22 @@ def unpack_params(P: np.ndarray, base):
         return torch.as_tensor(np.ascontiguousarray(a), dtype=base.m.dtype)
 
     vals = {n: t(P[:, j]) for j, n in enumerate(PARAM_NAMES) if n != "L"}
-    vals.update({n: t(P[:, _NS + 4 * j:_NS + 4 * j + 4]) for j, n in enumerate(WHEEL_NAMES)})
+    n0 = len(PARAM_NAMES)
+    vals.update({n: t(P[:, n0 + 4 * j:n0 + 4 * j + 4]) for j, n in enumerate(WHEEL_PARAM_NAMES)})
     vals.update(lf=vals["x_w"][:, 0], lr=-vals["x_w"][:, 2])
     return dataclasses.replace(base, **vals)
 
 
 def pack_terrain(t, batch: int) -> tuple:
     """The rough kind's :class:`Terrain` (or a ``Flat``) as float64 arrays for the kernel."""
-    from ..ground import Flat, Terrain
+    from ..ground import Flat
 
     if isinstance(t, Flat):
         if t.height0 != 0.0:
             raise ValueError("the numba engine's Flat ground sits at height 0")
         z = np.zeros((batch, 0))
         return (z, z, z, z, np.full(batch, t.mu), z, z, z, z, z, z, z, z, 0.5)
-    names = [f.name for f in dataclasses.fields(Terrain) if f.name != "patch_edge"]  # the kernel's argument order
-    arrs = tuple(np.ascontiguousarray(getattr(t, n).detach().cpu().numpy(), dtype=np.float64) for n in names)
+    arrs = tuple(np.ascontiguousarray(getattr(t, n).detach().cpu().numpy(), dtype=np.float64) for n in TERRAIN_FIELDS)
     return arrs + (float(t.patch_edge),)
 
 
@@ -102,13 +99,13 @@ def _sinc(x):
 @njit(cache=True, error_model="numpy", inline="always")
 def _softplus_floor(x, scale):
     z = x / scale
-    sp = z if z > 20.0 else math.log1p(math.exp(z))
-    return scale * max(sp, 1e-6)
+    sp = z if z > SOFTPLUS_LINEAR else math.log1p(math.exp(z))
+    return scale * max(sp, SOFTPLUS_MIN)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _softcap(x, limit):
-    width = 0.1
+    width = SOFTCAP_WIDTH
     s = x / limit
     a = abs(s)
     if a <= 1.0 - width:
@@ -120,7 +117,7 @@ def _softcap(x, limit):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _ellipse(r2):
-    eps = 0.02
+    eps = ELLIPSE_EPS
     rem = max(1.0 - r2, 0.0)
     e2 = eps * eps
     return (math.sqrt(rem + e2) - eps) / ((1.0 + e2) ** 0.5 - eps)
@@ -171,18 +168,77 @@ def ground_at(b, X, Y, T):
     return DEFAULT_MU + 1.0 * (mu - DEFAULT_MU), height_at(b, X, Y, T)
 
 
+class W_(IntEnum):
+    """Rows of one substep's per-wheel scratch ``W (N_SCRATCH, 4)`` (nothing is allocated per wheel)."""
+
+    MU = 0  # friction of the ground under the wheel
+    HG = 1  # [m] its height
+    SBX = 2  # body-frame slopes
+    SBY = 3
+    RATE = 4  # [m/s] corner rate a_i . qd
+    HDOT = 5  # [m/s] ground rate under the moving patch (0 for skyhook dampers)
+    SPRING = 6  # [N] unfloored spring force
+    FZ = 7  # [N] floored load
+    FX = 8  # [N] longitudinal force
+    DP = 9  # [N] lateral peak inside the friction ellipse
+    COSD = 10  # wheel frames: cos and sin of the wheel's steer ...
+    SIND = 11
+    G0 = 12  # ... its heading g and lateral normal n in twist space
+    G1 = 13
+    G2 = 14
+    N0 = 15
+    N1 = 16
+    N2 = 17
+    SEC = 18  # [N s/m] lateral secants
+    FY0 = 19  # [N] start-of-step lateral forces
+    FY = 20  # [N] final lateral forces
+    HG1 = 21  # [m] ground height under the wheels at the step's end (the books)
+
+
+N_SCRATCH = len(W_)
+
+
+class DW(IntEnum):
+    """A driven substep's DriveWork (dyn4.DriveWork) as the kernel writes it."""
+
+    DRIVE = 0  # [J] the drive force's work at the contact patches
+    BRAKES = 1  # [J]
+    WHEELSPIN = 2  # [J]
+    V_DRIVE = 3  # [m/s] the drive-share weighted rolling speed at the midpoint
+
+
+N_DW = len(DW)
+
+
+# --------------------------------------------------------------- stage 1: lags (planar.lag, clamp_inputs)
 @njit(cache=True, error_model="numpy", inline="always")
-def ground_under_row(b, Xp, Yp, psi, P, slopes, T, mu_g, hg, sbx, sby):
-    """corners.ground_under for one row: friction, height and body-frame slopes under the wheels."""
-    xw, yw = P[_NS:_NS + 4], P[_NS + 4:_NS + 8]
+def lags_row(x, d_in, a_in, P, hdt):
+    """The clamped commands through the exact first-order lags: ``(delta, a)``."""
+    d_cmd = min(max(d_in, -P[PK.DELTA_MAX]), P[PK.DELTA_MAX])
+    a_cmd = min(max(a_in, -P[PK.A_BRAKE]), P[PK.A_DRIVE])
+    return steer_lag(x, d_cmd, P, hdt), a_cmd + (x[S.A] - a_cmd) * (math.exp(-hdt / P[PK.TAU_DRIVE])
+                                                                     if P[PK.TAU_DRIVE] > 0 else 0.0)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def steer_lag(x, d_cmd, P, hdt):
+    dec = math.exp(-hdt / P[PK.TAU_STEER]) if P[PK.TAU_STEER] > 0 else 0.0
+    return d_cmd + (x[S.DELTA] - d_cmd) * dec
+
+
+# ------------------------------------------------------- stage 2: the ground under the wheels (corners.ground_under)
+@njit(cache=True, error_model="numpy", inline="always")
+def ground_under_row(b, Xp, Yp, psi, P, slopes, T, W):
+    """Friction, height and body-frame slopes under the wheels into ``W[MU, HG, SBX, SBY]``."""
     c_psi, s_psi = math.cos(psi), math.sin(psi)
-    e = SLOPE_STEP * P[17]
+    e = SLOPE_STEP * P[PK.L]
     for i in range(4):
-        wx = Xp + c_psi * xw[i] - s_psi * yw[i]
-        wy = Yp + s_psi * xw[i] + c_psi * yw[i]
-        mu_g[i], hg[i] = ground_at(b, wx, wy, T)
-        sbx[i] = 0.0
-        sby[i] = 0.0
+        xw, yw = P[PK.X_W + i], P[PK.Y_W + i]
+        wx = Xp + c_psi * xw - s_psi * yw
+        wy = Yp + s_psi * xw + c_psi * yw
+        W[W_.MU, i], W[W_.HG, i] = ground_at(b, wx, wy, T)
+        W[W_.SBX, i] = 0.0
+        W[W_.SBY, i] = 0.0
         if slopes:
             h1 = height_at(b, wx + e, wy, T)
             h2 = height_at(b, wx - e, wy, T)
@@ -190,24 +246,212 @@ def ground_under_row(b, Xp, Yp, psi, P, slopes, T, mu_g, hg, sbx, sby):
             h4 = height_at(b, wx, wy - e, T)
             hx = (h1 - h2) / (2 * e)
             hy = (h3 - h4) / (2 * e)
-            sbx[i] = c_psi * hx + s_psi * hy
-            sby[i] = -s_psi * hx + c_psi * hy
+            W[W_.SBX, i] = c_psi * hx + s_psi * hy
+            W[W_.SBY, i] = -s_psi * hx + c_psi * hy
+
+
+# ------------------------------------------------- stage 3: loads, friction, forces (corners.forces_at)
+@njit(cache=True, error_model="numpy", inline="always")
+def loads_row(x, P, passive, W):
+    """Corner rates, ground rates, spring forces and floored loads into ``W[RATE, HDOT, SPRING, FZ]``."""
+    vx, vy, r = x[S.VX], x[S.VY], x[S.R]
+    for i in range(4):
+        xw, yw, Fz0 = P[PK.X_W + i], P[PK.Y_W + i], P[PK.FZ0 + i]
+        rate = x[S.ZD] + yw * x[S.PHID] - xw * x[S.THETAD]
+        hdot = W[W_.SBX, i] * (vx - r * yw) + W[W_.SBY, i] * (vy + r * xw) if passive else 0.0
+        spring = Fz0 + P[PK.K + i] * (W[W_.HG, i] - (x[S.Z] + yw * x[S.PHI] - xw * x[S.THETA]))
+        W[W_.RATE, i], W[W_.HDOT, i], W[W_.SPRING, i] = rate, hdot, spring
+        W[W_.FZ, i] = _softplus_floor(spring - P[PK.DAMP + i] * (rate - hdot), FLOOR_SHARE * Fz0)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def loads_row(x, P, passive, hg, sbx, sby, rate, hdot, spring, Fz):
-    """Corner rates, ground rates, spring forces and floored loads (corners.forces_at, stage 3)."""
-    xw, yw, Fz0 = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 8:_NS + 12]
-    kk, cc = P[_NS + 28:_NS + 32], P[_NS + 32:_NS + 36]
-    vx, vy, r = x[3], x[4], x[5]
+def longitudinal_row(x, a, P, drv, fd, fb, W):
+    """Load-sensitive friction, the longitudinal forces and the lateral peaks into ``W[FX, DP]``
+    (tire.longitudinal_forces, or tire.driven_forces with a powertrain's ``(fd, fb)`` [N]).
+    Returns ``(sum of loads, sign(vx))``."""
+    vx = x[S.VX]
+    sgn = 1.0 if vx > 0 else (-1.0 if vx < 0 else 0.0)
+    m = P[PK.M]
+    fz_sum = W[W_.FZ, 0] + W[W_.FZ, 1] + W[W_.FZ, 2] + W[W_.FZ, 3]
+    if a >= 0:
+        total = m * a / (1.0 + (m * a * vx / P[PK.POWER]) ** 4) ** 0.25
+    else:
+        total = m * a * sgn
+    s = min(max((a + A_BLEND) / (2 * A_BLEND), 0.0), 1.0)
+    s = s * s * (3.0 - 2.0 * s)
     for i in range(4):
-        rate[i] = x[9] + yw[i] * x[10] - xw[i] * x[11]
-        hdot[i] = sbx[i] * (vx - r * yw[i]) + sby[i] * (vy + r * xw[i]) if passive else 0.0
-        spring[i] = Fz0[i] + kk[i] * (hg[i] - (x[6] + yw[i] * x[7] - xw[i] * x[8]))
-        Fz[i] = _softplus_floor(spring[i] - cc[i] * (rate[i] - hdot[i]), FLOOR_SHARE * Fz0[i])
+        Fz, Fz0, share_d = W[W_.FZ, i], P[PK.FZ0 + i], P[PK.DRIVE_SHARE + i]
+        factor = 1.0 - P[PK.EPS_LOAD] * (Fz - Fz0) / Fz0
+        mu_i = W[W_.MU, i] * (MU_FLOOR + _softplus_floor(factor - MU_FLOOR, MU_FLOOR_SCALE))
+        sl = Fz / fz_sum
+        limit = mu_i * Fz
+        if drv:  # drive by the differentials' shares, brakes by load
+            fx = _softcap(fd * share_d - fb * sl * sgn, limit)
+        else:
+            fx = _softcap(total * (sl + s * (share_d - sl)), limit)
+        W[W_.FX, i] = fx
+        W[W_.DP, i] = limit * _ellipse((fx / limit) ** 2)
+    return fz_sum, sgn
 
 
-N_SCRATCH = 22  # per-wheel scratch rows of one substep
+@njit(cache=True, error_model="numpy", inline="always")
+def frames_row(delta, P, W):
+    """Ackermann's per-wheel steer (corners.ackermann) and the wheel frames (planar.wheel_frames)
+    into ``W[COSD, SIND, G0..G2, N0..N2]``."""
+    L = P[PK.L]
+    for i in range(4):
+        xw, yw = P[PK.X_W + i], P[PK.Y_W + i]
+        dw = math.atan2(L * math.sin(delta), L * math.cos(delta) - yw * math.sin(delta)) if i < 2 else 0.0
+        cd, sd = math.cos(dw), math.sin(dw)
+        W[W_.COSD, i], W[W_.SIND, i] = cd, sd
+        W[W_.G0, i], W[W_.G1, i], W[W_.G2, i] = cd, sd, xw * sd - yw * cd
+        W[W_.N0, i], W[W_.N1, i], W[W_.N2, i] = -sd, cd, xw * cd + yw * sd
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def forces_row(b, x, delta, a, P, grade, passive, drv, fd, fb, T, W):
+    """Stages 2-3 (corners.forces_at) and the wheel frames; returns ``(sum of loads, sign(vx))``."""
+    ground_under_row(b, x[S.X], x[S.Y], x[S.PSI], P, passive or grade, T, W)
+    loads_row(x, P, passive, W)
+    fz_sum, sgn = longitudinal_row(x, a, P, drv, fd, fb, W)
+    frames_row(delta, P, W)
+    return fz_sum, sgn
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def grade_row(P, passive, hdt, W):
+    """The grade force ``(fx, fy, mz)`` (corners.grade_force at dyn4.step_normal)."""
+    gr0 = gr1 = gr2 = 0.0
+    for i in range(4):
+        normal = W[W_.SPRING, i] - 0.5 * hdt * P[PK.K + i] * W[W_.RATE, i]
+        if passive:
+            normal = normal - P[PK.DAMP + i] * (W[W_.RATE, i] - W[W_.HDOT, i])
+        fxi, fyi = -normal * W[W_.SBX, i], -normal * W[W_.SBY, i]
+        gr0 += fxi
+        gr1 += fyi
+        gr2 += P[PK.X_W + i] * fyi - P[PK.Y_W + i] * fxi
+    return gr0, gr1, gr2
+
+
+# ---------------------------------------------------------- stages 4-5: the in-plane step (planar.planar_step)
+@njit(cache=True, error_model="numpy", inline="always")
+def _secants(vx, vy, r, P, W):
+    for i in range(4):
+        w = W[W_.N0, i] * vx + W[W_.N1, i] * vy + W[W_.N2, i] * r
+        uu = W[W_.G0, i] * vx + W[W_.G1, i] * vy + W[W_.G2, i] * r
+        W[W_.SEC, i] = _secant(w, uu, W[W_.DP, i], P[PK.B + i], P[PK.C + i], P[PK.E + i], P[PK.V_LAT])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def planar_row(x, P, hdt, braking, ext0, ext1, ext2, W):
+    """``vx`` explicit with the speed clamp, ``(vy, r)`` implicit with the tires' secants; the
+    lateral forces into ``W[SEC, FY0, FY]``. Returns ``(vx+, vy+, r+, vx_free, drag)``."""
+    m, Iz = P[PK.M], P[PK.IZ]
+    vx, vy, r = x[S.VX], x[S.VY], x[S.R]
+    _secants(vx, vy, r, P, W)
+    fx_body = 0.0
+    for i in range(4):
+        W[W_.FY0, i] = -W[W_.SEC, i] * (W[W_.N0, i] * vx + W[W_.N1, i] * vy + W[W_.N2, i] * r)
+        fx_body += W[W_.FX, i] * W[W_.G0, i] + W[W_.FY0, i] * W[W_.N0, i]
+    drag = P[PK.C_DRAG] * vx * abs(vx) + P[PK.F_ROLL] * math.tanh(vx / P[PK.V_ROLL])
+    vx_free = vx + hdt * ((fx_body - drag + ext0) / m + r * vy)
+    vx1 = 0.0 if (braking and vx * vx_free <= 0) else vx_free
+    fx_gy = ext1
+    fx_gr = ext2
+    for i in range(4):
+        fx_gy += W[W_.FX, i] * W[W_.G1, i]
+        fx_gr += W[W_.FX, i] * W[W_.G2, i]
+    vy1 = vy
+    r1 = r
+    for it in range(N_SECANT + 1):
+        if it > 0:
+            _secants(vx1, vy1, r1, P, W)
+        Pp = Qq = Cc = S10 = S20 = 0.0
+        for i in range(4):
+            sec, n0, n1, n2 = W[W_.SEC, i], W[W_.N0, i], W[W_.N1, i], W[W_.N2, i]
+            Pp += sec * n1 * n1
+            Qq += sec * n2 * n2
+            Cc += sec * n1 * n2
+            S10 += sec * n1 * n0
+            S20 += sec * n2 * n0
+        a00 = m + hdt * Pp
+        a01 = hdt * (m * vx1 + Cc)
+        a10 = hdt * Cc
+        a11 = Iz + hdt * Qq
+        b0 = m * vy + hdt * (fx_gy - vx1 * S10)
+        b1 = Iz * r + hdt * (fx_gr - vx1 * S20)
+        det = a00 * a11 - a01 * a10
+        vy1 = (a11 * b0 - a01 * b1) / det
+        r1 = (a00 * b1 - a10 * b0) / det
+    for i in range(4):
+        W[W_.FY, i] = -W[W_.SEC, i] * (W[W_.N0, i] * vx1 + W[W_.N1, i] * vy1 + W[W_.N2, i] * r1)
+    return vx1, vy1, r1, vx_free, drag
+
+
+# --------------------------------------------------------------- stage 6: heave, roll, pitch (dyn4._vertical)
+@njit(cache=True, error_model="numpy", inline="always")
+def vertical_row(x, P, hdt, W, y):
+    """Midpoint springs, backward-Euler dampers: ``y[Z..THETAD]`` from ``x`` and the forces."""
+    m, h, Ix, Iy = P[PK.M], P[PK.H], P[PK.IX], P[PK.IY]
+    fx_b = fy_b = 0.0
+    for i in range(4):
+        fx, fy, cd, sd = W[W_.FX, i], W[W_.FY, i], W[W_.COSD, i], W[W_.SIND, i]
+        fx_b += fx * cd - fy * sd
+        fy_b += fx * sd + fy * cd
+    K0, K1, K2, K3, K4, K5 = corner_sum(P, PK.K)
+    D0, D1, D2, D3, D4, D5 = corner_sum(P, PK.DAMP)
+    fz = fphi = fth = 0.0
+    for i in range(4):
+        sp = W[W_.SPRING, i] - 0.25 * hdt * P[PK.K + i] * W[W_.RATE, i] + P[PK.DAMP + i] * W[W_.HDOT, i]
+        fz += sp
+        fphi += sp * P[PK.Y_W + i]
+        fth -= sp * P[PK.X_W + i]
+    h2 = 0.25 * hdt * hdt
+    A00 = hdt * D0 + h2 * K0 + m
+    A01 = hdt * D1 + h2 * K1
+    A02 = hdt * D2 + h2 * K2
+    A11 = hdt * D3 + h2 * K3 + Ix
+    A12 = hdt * D4 + h2 * K4
+    A22 = hdt * D5 + h2 * K5 + Iy
+    bb0 = m * x[S.ZD] + hdt * (fz - m * P[PK.G])
+    bb1 = Ix * x[S.PHID] + hdt * (fphi + h * fy_b)
+    bb2 = Iy * x[S.THETAD] + hdt * (fth - h * fx_b)
+    qd0, qd1, qd2 = solve_sym3(A00, A01, A02, A11, A12, A22, bb0, bb1, bb2)
+    y[S.Z] = x[S.Z] + 0.5 * hdt * (x[S.ZD] + qd0)
+    y[S.PHI] = x[S.PHI] + 0.5 * hdt * (x[S.PHID] + qd1)
+    y[S.THETA] = x[S.THETA] + 0.5 * hdt * (x[S.THETAD] + qd2)
+    y[S.ZD], y[S.PHID], y[S.THETAD] = qd0, qd1, qd2
+
+
+# ----------------------------------------------------------------------------------- stage 7: the pose
+@njit(cache=True, error_model="numpy", inline="always")
+def pose_row(x, hdt, vx1, vy1, r1, delta, a, y):
+    """The pose from the new twist, yaw at the step's midpoint; the twist and the lags into ``y``."""
+    psi = x[S.PSI]
+    psi_m = psi + 0.5 * hdt * r1
+    cm, sm = math.cos(psi_m), math.sin(psi_m)
+    y[S.X] = x[S.X] + hdt * (vx1 * cm - vy1 * sm)
+    y[S.Y] = x[S.Y] + hdt * (vx1 * sm + vy1 * cm)
+    y[S.PSI] = psi + hdt * r1
+    y[S.VX], y[S.VY], y[S.R] = vx1, vy1, r1
+    y[S.DELTA], y[S.A] = delta, a
+
+
+# ------------------------------------------------------------------- the books (energy.step_books)
+@njit(cache=True, error_model="numpy", inline="always")
+def corner_sum(P, block):
+    """``(zz, zp, zt, pp, pt, tt)`` of ``sum_i w_i a_i a_i^T``, ``a_i = (1, y_i, -x_i)``, for the
+    per-wheel parameter ``w`` at ``P[block:block + 4]`` (corners.corner_sum)."""
+    s0 = s1 = s2 = s3 = s4 = s5 = 0.0
+    for i in range(4):
+        w, xw, yw = P[block + i], P[PK.X_W + i], P[PK.Y_W + i]
+        s0 += w
+        s1 += w * yw
+        s2 -= w * xw
+        s3 += w * yw * yw
+        s4 -= w * xw * yw
+        s5 += w * xw * xw
+    return s0, s1, s2, s3, s4, s5
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -225,205 +469,47 @@ def solve_sym3(a00, a01, a02, a11, a12, a22, b0, b1, b2):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def corner_sum(w, xw, yw):
-    """``(zz, zp, zt, pp, pt, tt)`` of ``sum_i w_i a_i a_i^T``, ``a_i = (1, y_i, -x_i)`` (corners.corner_sum)."""
-    s0 = s1 = s2 = s3 = s4 = s5 = 0.0
+def energy_row(x, P, hg):
+    """The port-Hamiltonian energy [J] of state ``x`` over ground heights ``hg (4,)`` (energy.dyn4_energy)."""
+    m = P[PK.M]
+    vx, vy, r, zd, pd, td = x[S.VX], x[S.VY], x[S.R], x[S.ZD], x[S.PHID], x[S.THETAD]
+    kin = 0.5 * (m * (vx * vx + vy * vy + zd * zd) + P[PK.IZ] * r * r + P[PK.IX] * pd * pd + P[PK.IY] * td * td)
+    pot = 0.0
     for i in range(4):
-        s0 += w[i]
-        s1 += w[i] * yw[i]
-        s2 -= w[i] * xw[i]
-        s3 += w[i] * yw[i] * yw[i]
-        s4 -= w[i] * xw[i] * yw[i]
-        s5 += w[i] * xw[i] * xw[i]
-    return s0, s1, s2, s3, s4, s5
+        kk = P[PK.K + i]
+        sp = P[PK.FZ0 + i] + kk * (hg[i] - (x[S.Z] + P[PK.Y_W + i] * x[S.PHI] - P[PK.X_W + i] * x[S.THETA]))
+        pot += 0.5 * sp * sp / kk
+    return kin + pot + m * P[PK.G] * x[S.Z]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _energy(x, P, hg):
-    m, Iz, g, Ix, Iy = P[0], P[1], P[3], P[15], P[16]
-    xw, yw, Fz0, kk = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 8:_NS + 12], P[_NS + 28:_NS + 32]
-    vx, vy, r, zd, pd, td = x[3], x[4], x[5], x[9], x[10], x[11]
-    kin = 0.5 * (m * (vx * vx + vy * vy + zd * zd) + Iz * r * r + Ix * pd * pd + Iy * td * td)
-    pot = 0.0
-    for i in range(4):
-        sp = Fz0[i] + kk[i] * (hg[i] - (x[6] + yw[i] * x[7] - xw[i] * x[8]))
-        pot += 0.5 * sp * sp / kk[i]
-    return kin + pot + m * g * x[6]
-
-
-@njit(cache=True, error_model="numpy")
-def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W, fe0, fe1, fe2, drv, fd, fb, dwork):
-    """One substep of row ``b``: state ``x (14,)``, input ``(d_in, a_in)`` and external force
-    ``(fe0, fe1, fe2)`` = (Fx, Fy, Mz) -> ``y (14,)`` and, with ``want_books``, the books ``bk``
-    (``BOOK_ORDER``). ``W (N_SCRATCH, 4)`` is scratch, so nothing is allocated here.
-
-    ``drv``: driven by a powertrain's forces ``(fd, fb)`` [N] instead of ``a_in``
-    (:func:`dyn4_gym.plant.dyn4.dyn4_drive_step`); with ``want_books`` its ``DriveWork``
-    ``(drive, brakes, wheelspin, v_drive)`` goes to ``dwork (4,)``."""
-    m, Iz, h, g, eps_load = P[0], P[1], P[2], P[3], P[4]
-    delta_max, a_drive, a_brake, power = P[5], P[6], P[7], P[8]
-    tau_s, tau_d, c_drag, f_roll, v_lat, v_roll, Ix, Iy, L = (P[9], P[10], P[11], P[12], P[13], P[14], P[15],
-                                                              P[16], P[17])
-    xw, yw, Fz0 = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 8:_NS + 12]
-    Bt, Ct, Et = P[_NS + 12:_NS + 16], P[_NS + 16:_NS + 20], P[_NS + 20:_NS + 24]
-    share_d, kk, cc = P[_NS + 24:_NS + 28], P[_NS + 28:_NS + 32], P[_NS + 32:_NS + 36]
-    # 1. lags
-    d_cmd = min(max(d_in, -delta_max), delta_max)
-    a_cmd = min(max(a_in, -a_brake), a_drive)
-    dec_s = math.exp(-hdt / tau_s) if tau_s > 0 else 0.0
-    dec_d = math.exp(-hdt / tau_d) if tau_d > 0 else 0.0
-    delta = d_cmd + (x[12] - d_cmd) * dec_s
-    a = a_cmd + (x[13] - a_cmd) * dec_d
-    Xp, Yp, psi, vx, vy, r = x[0], x[1], x[2], x[3], x[4], x[5]
-    sgn = 1.0 if vx > 0 else (-1.0 if vx < 0 else 0.0)
-    if drv:
-        a = (fd - sgn * fb) / m
-        braking = fb > abs(fd)
-    else:
-        braking = a < 0
-    # 2. ground under the wheels (and its slopes); 3. loads
-    mu_g, hg, sbx, sby, rate, hdot, spring, Fz = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7]
-    ground_under_row(b, Xp, Yp, psi, P, passive or grade, T, mu_g, hg, sbx, sby)
-    loads_row(x, P, passive, hg, sbx, sby, rate, hdot, spring, Fz)
-    fz_sum = Fz[0] + Fz[1] + Fz[2] + Fz[3]
-    if a >= 0:
-        total = m * a / (1.0 + (m * a * vx / power) ** 4) ** 0.25
-    else:
-        total = m * a * sgn
-    s = min(max((a + A_BLEND) / (2 * A_BLEND), 0.0), 1.0)
-    s = s * s * (3.0 - 2.0 * s)
-    Fx, Dp = W[8], W[9]
-    for i in range(4):
-        factor = 1.0 - eps_load * (Fz[i] - Fz0[i]) / Fz0[i]
-        mu_i = mu_g[i] * (0.2 + _softplus_floor(factor - 0.2, 0.02))
-        sl = Fz[i] / fz_sum
-        share = sl + s * (share_d[i] - sl)
-        limit = mu_i * Fz[i]
-        if drv:  # tire.driven_forces: drive by the differentials' shares, brakes by load
-            Fx[i] = _softcap(fd * share_d[i] - fb * sl * sgn, limit)
-        else:
-            Fx[i] = _softcap(total * share, limit)
-        Dp[i] = limit * _ellipse((Fx[i] / limit) ** 2)
-    # Ackermann and the wheel frames
-    cd, sd, g0, g1, g2, n0, n1, n2 = W[10], W[11], W[12], W[13], W[14], W[15], W[16], W[17]
-    for i in range(4):
-        dw = math.atan2(L * math.sin(delta), L * math.cos(delta) - yw[i] * math.sin(delta)) if i < 2 else 0.0
-        cd[i], sd[i] = math.cos(dw), math.sin(dw)
-        g0[i], g1[i], g2[i] = cd[i], sd[i], xw[i] * sd[i] - yw[i] * cd[i]
-        n0[i], n1[i], n2[i] = -sd[i], cd[i], xw[i] * cd[i] + yw[i] * sd[i]
-    # grade force (opt-in), then the external port's force (dyn4_step's f_ext)
-    gr0 = gr1 = gr2 = 0.0
-    if grade:
-        for i in range(4):
-            normal = spring[i] - 0.5 * hdt * kk[i] * rate[i]
-            if passive:
-                normal = normal - cc[i] * (rate[i] - hdot[i])
-            fxi, fyi = -normal * sbx[i], -normal * sby[i]
-            gr0 += fxi
-            gr1 += fyi
-            gr2 += xw[i] * fyi - yw[i] * fxi
-    ext0, ext1, ext2 = gr0 + fe0, gr1 + fe1, gr2 + fe2
-    # 4. vx explicit, with the speed clamp
-    S, Fy0 = W[18], W[19]
-    fx_body = 0.0
-    for i in range(4):
-        w = n0[i] * vx + n1[i] * vy + n2[i] * r
-        uu = g0[i] * vx + g1[i] * vy + g2[i] * r
-        S[i] = _secant(w, uu, Dp[i], Bt[i], Ct[i], Et[i], v_lat)
-        Fy0[i] = -S[i] * w
-        fx_body += Fx[i] * g0[i] + Fy0[i] * n0[i]
-    drag = c_drag * vx * abs(vx) + f_roll * math.tanh(vx / v_roll)
-    vx_free = vx + hdt * ((fx_body - drag + ext0) / m + r * vy)
-    vx1 = 0.0 if (braking and vx * vx_free <= 0) else vx_free
-    # 5. (vy, r) implicit with the secants
-    fx_gy = ext1
-    fx_gr = ext2
-    for i in range(4):
-        fx_gy += Fx[i] * g1[i]
-        fx_gr += Fx[i] * g2[i]
-    vy1 = vy
-    r1 = r
-    for it in range(N_SECANT + 1):
-        if it > 0:
-            for i in range(4):
-                w = n0[i] * vx1 + n1[i] * vy1 + n2[i] * r1
-                uu = g0[i] * vx1 + g1[i] * vy1 + g2[i] * r1
-                S[i] = _secant(w, uu, Dp[i], Bt[i], Ct[i], Et[i], v_lat)
-        Pp = Qq = Cc = S10 = S20 = 0.0
-        for i in range(4):
-            Pp += S[i] * n1[i] * n1[i]
-            Qq += S[i] * n2[i] * n2[i]
-            Cc += S[i] * n1[i] * n2[i]
-            S10 += S[i] * n1[i] * n0[i]
-            S20 += S[i] * n2[i] * n0[i]
-        a00 = m + hdt * Pp
-        a01 = hdt * (m * vx1 + Cc)
-        a10 = hdt * Cc
-        a11 = Iz + hdt * Qq
-        b0 = m * vy + hdt * (fx_gy - vx1 * S10)
-        b1 = Iz * r + hdt * (fx_gr - vx1 * S20)
-        det = a00 * a11 - a01 * a10
-        vy1 = (a11 * b0 - a01 * b1) / det
-        r1 = (a00 * b1 - a10 * b0) / det
-    Fy = W[20]
-    fx_b = fy_b = 0.0
-    for i in range(4):
-        Fy[i] = -S[i] * (n0[i] * vx1 + n1[i] * vy1 + n2[i] * r1)
-        fx_b += Fx[i] * cd[i] - Fy[i] * sd[i]
-        fy_b += Fx[i] * sd[i] + Fy[i] * cd[i]
-    # 6. vertical: midpoint springs, backward-Euler dampers
-    K0, K1, K2, K3, K4, K5 = corner_sum(kk, xw, yw)
-    D0, D1, D2, D3, D4, D5 = corner_sum(cc, xw, yw)
-    fz = fphi = fth = 0.0
-    for i in range(4):
-        sp = spring[i] - 0.25 * hdt * kk[i] * rate[i] + cc[i] * hdot[i]
-        fz += sp
-        fphi += sp * yw[i]
-        fth -= sp * xw[i]
-    h2 = 0.25 * hdt * hdt
-    A00 = hdt * D0 + h2 * K0 + m
-    A01 = hdt * D1 + h2 * K1
-    A02 = hdt * D2 + h2 * K2
-    A11 = hdt * D3 + h2 * K3 + Ix
-    A12 = hdt * D4 + h2 * K4
-    A22 = hdt * D5 + h2 * K5 + Iy
-    bb0 = m * x[9] + hdt * (fz - m * g)
-    bb1 = Ix * x[10] + hdt * (fphi + h * fy_b)
-    bb2 = Iy * x[11] + hdt * (fth - h * fx_b)
-    qd0, qd1, qd2 = solve_sym3(A00, A01, A02, A11, A12, A22, bb0, bb1, bb2)
-    y[6] = x[6] + 0.5 * hdt * (x[9] + qd0)
-    y[7] = x[7] + 0.5 * hdt * (x[10] + qd1)
-    y[8] = x[8] + 0.5 * hdt * (x[11] + qd2)
-    y[9], y[10], y[11] = qd0, qd1, qd2
-    # 7. pose
-    psi_m = psi + 0.5 * hdt * r1
-    cm, sm = math.cos(psi_m), math.sin(psi_m)
-    y[0] = Xp + hdt * (vx1 * cm - vy1 * sm)
-    y[1] = Yp + hdt * (vx1 * sm + vy1 * cm)
-    y[2] = psi + hdt * r1
-    y[3], y[4], y[5] = vx1, vy1, r1
-    y[12], y[13] = delta, a
-    if not want_books:
-        return
-    # books (docs/plant.md, "The books")
-    vxm, vym, rm = 0.5 * (vx + vx1), 0.5 * (vy + vy1), 0.5 * (r + r1)
-    pdm, tdm = 0.5 * (x[10] + qd1), 0.5 * (x[11] + qd2)
+def books_row(b, x, y, P, grade, drv, fd, fb, hdt, vx_free, drag, gr0, gr1, gr2, fe0, fe1, fe2, fz_sum, sgn, T, W,
+              bk, dwork):
+    """The substep's lines into ``bk`` (BOOK); driven, its DriveWork ``(drive, brakes, wheelspin,
+    v_drive)`` into ``dwork``."""
+    h = P[PK.H]
+    vx1, vy1, r1 = y[S.VX], y[S.VY], y[S.R]
+    vxm, vym, rm = 0.5 * (x[S.VX] + vx1), 0.5 * (x[S.VY] + vy1), 0.5 * (x[S.R] + r1)
+    qd0, qd1, qd2 = y[S.ZD], y[S.PHID], y[S.THETAD]
+    pdm, tdm = 0.5 * (x[S.PHID] + qd1), 0.5 * (x[S.THETAD] + qd2)
     supplied = tire = lever = damper = through = 0.0
     v_drive = w_brake = w_spin = 0.0
     for i in range(4):
-        yi = g0[i] * vxm + g1[i] * vym + g2[i] * rm + h * (sd[i] * pdm - cd[i] * tdm)
-        supplied += Fx[i] * yi
+        xw, yw, cd, sd = P[PK.X_W + i], P[PK.Y_W + i], W[W_.COSD, i], W[W_.SIND, i]
+        fx, fy, hdot, cc = W[W_.FX, i], W[W_.FY, i], W[W_.HDOT, i], P[PK.DAMP + i]
+        yi = W[W_.G0, i] * vxm + W[W_.G1, i] * vym + W[W_.G2, i] * rm + h * (sd * pdm - cd * tdm)
+        supplied += fx * yi
         if drv:
-            di, bi = fd * share_d[i], fb * (Fz[i] / fz_sum) * sgn
-            v_drive += share_d[i] * yi
+            di, bi = fd * P[PK.DRIVE_SHARE + i], fb * (W[W_.FZ, i] / fz_sum) * sgn
+            v_drive += P[PK.DRIVE_SHARE + i] * yi
             w_brake += bi * yi
-            w_spin += (di - bi - Fx[i]) * yi
-        tire += Fy0[i] * n0[i] * vxm + Fy[i] * (n1[i] * vym + n2[i] * rm)
-        lever += Fy[i] * h * (cd[i] * pdm + sd[i] * tdm)
-        rel1 = qd0 + yw[i] * qd1 - xw[i] * qd2 - hdot[i]
-        relm = (0.5 * (x[9] + qd0) + yw[i] * pdm - xw[i] * tdm) - hdot[i]
-        damper += cc[i] * rel1 * relm
-        through += cc[i] * rel1 * hdot[i]
+            w_spin += (di - bi - fx) * yi
+        tire += W[W_.FY0, i] * W[W_.N0, i] * vxm + fy * (W[W_.N1, i] * vym + W[W_.N2, i] * rm)
+        lever += fy * h * (cd * pdm + sd * tdm)
+        rel1 = qd0 + yw * qd1 - xw * qd2 - hdot
+        relm = (0.5 * (x[S.ZD] + qd0) + yw * pdm - xw * tdm) - hdot
+        damper += cc * rel1 * relm
+        through += cc * rel1 * hdot
     supplied *= hdt
     tire *= -hdt
     lever *= hdt
@@ -432,30 +518,58 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     dragw = hdt * drag * vxm
     gradew = hdt * (gr0 * vxm + gr1 * vym + gr2 * rm) if grade else 0.0
     external = hdt * (fe0 * vxm + fe1 * vym + fe2 * rm)
-    limiter = m * (vx1 - vx_free) * vxm
-    H0 = _energy(x, P, hg)
-    H1_old = _energy(y, P, hg)
-    hg1 = W[21]
-    c1, s1 = math.cos(y[2]), math.sin(y[2])
+    limiter = P[PK.M] * (vx1 - vx_free) * vxm
+    hg, hg1 = W[W_.HG], W[W_.HG1]
+    H0 = energy_row(x, P, hg)
+    H1_old = energy_row(y, P, hg)
+    c1, s1 = math.cos(y[S.PSI]), math.sin(y[S.PSI])
     for i in range(4):
-        wx = y[0] + c1 * xw[i] - s1 * yw[i]
-        wy = y[1] + s1 * xw[i] + c1 * yw[i]
-        hg1[i] = height_at(b, wx, wy, T)
-    H1 = _energy(y, P, hg1)
+        xw, yw = P[PK.X_W + i], P[PK.Y_W + i]
+        hg1[i] = height_at(b, y[S.X] + c1 * xw - s1 * yw, y[S.Y] + s1 * xw + c1 * yw, T)
+    H1 = energy_row(y, P, hg1)
     ground = H1 - H1_old + through
     dH = H1 - H0
     dissipated = tire + damper + dragw
-    residual = dH - (supplied - dissipated + lever + gradew + ground + limiter + external)
-    bk[0], bk[1], bk[2], bk[3], bk[4], bk[5] = dH, supplied, dissipated, tire, damper, dragw
-    bk[6], bk[7], bk[8], bk[9], bk[10], bk[11] = lever, gradew, ground, limiter, external, residual
+    bk[BOOK.DH], bk[BOOK.SUPPLIED], bk[BOOK.DISSIPATED], bk[BOOK.TIRE] = dH, supplied, dissipated, tire
+    bk[BOOK.DAMPER], bk[BOOK.DRAG], bk[BOOK.LEVER], bk[BOOK.GRADE] = damper, dragw, lever, gradew
+    bk[BOOK.GROUND], bk[BOOK.LIMITER], bk[BOOK.EXTERNAL] = ground, limiter, external
+    bk[BOOK.RESIDUAL] = dH - (supplied - dissipated + lever + gradew + ground + limiter + external)
     if drv:
-        dwork[0], dwork[1], dwork[2], dwork[3] = hdt * fd * v_drive, hdt * w_brake, hdt * w_spin, v_drive
+        dwork[DW.DRIVE], dwork[DW.BRAKES], dwork[DW.WHEELSPIN] = hdt * fd * v_drive, hdt * w_brake, hdt * w_spin
+        dwork[DW.V_DRIVE] = v_drive
+
+
+# ---------------------------------------------------------------------------------- the whole substep
+@njit(cache=True, error_model="numpy")
+def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W, fe0, fe1, fe2, drv, fd, fb, dwork):
+    """One substep of row ``b`` (dyn4.dyn4_step, stage by stage): state ``x (14,)``, input
+    ``(d_in, a_in)`` and external force ``(fe0, fe1, fe2)`` = (Fx, Fy, Mz) -> ``y (14,)`` and, with
+    ``want_books``, the books ``bk`` (BOOK). ``W (N_SCRATCH, 4)`` is scratch.
+
+    ``drv``: driven by a powertrain's forces ``(fd, fb)`` [N] instead of ``a_in``
+    (dyn4.dyn4_drive_step); with ``want_books`` its DriveWork goes to ``dwork (4,)``."""
+    if drv:  # the steer lags as in dyn4_step; the drive is the powertrain's, recorded as a
+        delta = steer_lag(x, min(max(d_in, -P[PK.DELTA_MAX]), P[PK.DELTA_MAX]), P, hdt)
+        vx = x[S.VX]
+        a = (fd - (1.0 if vx > 0 else (-1.0 if vx < 0 else 0.0)) * fb) / P[PK.M]
+        braking = fb > abs(fd)
+    else:
+        delta, a = lags_row(x, d_in, a_in, P, hdt)
+        braking = a < 0
+    fz_sum, sgn = forces_row(b, x, delta, a, P, grade, passive, drv, fd, fb, T, W)
+    gr0, gr1, gr2 = grade_row(P, passive, hdt, W) if grade else (0.0, 0.0, 0.0)
+    vx1, vy1, r1, vx_free, drag = planar_row(x, P, hdt, braking, gr0 + fe0, gr1 + fe1, gr2 + fe2, W)
+    vertical_row(x, P, hdt, W, y)
+    pose_row(x, hdt, vx1, vy1, r1, delta, a, y)
+    if want_books:
+        books_row(b, x, y, P, grade, drv, fd, fb, hdt, vx_free, drag, gr0, gr1, gr2, fe0, fe1, fe2, fz_sum, sgn, T,
+                  W, bk, dwork)
 
 
 def _step_rows_py(X0, U, FE, P, grade, passive, hdt, want_books, T, X1, BK):
     for b in prange(X0.shape[0]):
         W = np.empty((N_SCRATCH, 4))
-        dw = np.empty(4)
+        dw = np.empty(N_DW)
         substep_row(X0[b], U[b, 0], U[b, 1], P, grade, passive, hdt, want_books, b, T, X1[b], BK[b], W, FE[b, 0],
                     FE[b, 1], FE[b, 2], False, 0.0, 0.0, dw)
 
@@ -478,16 +592,16 @@ def dyn4_step_np(x, u, packed, terrain, hdt: float = 0.01, books: bool = False, 
     """One substep on the CPU engine: ``x (B, 14)``, ``u (B, 2)`` float64 arrays, ``packed`` from
     :func:`pack_params`, ``terrain`` from :func:`pack_terrain`, ``f_ext (B, 3)`` the external
     port's ``(Fx, Fy, Mz)`` (None: zero). Returns ``x+ (B, 14)`` and, with ``books``,
-    ``(B, len(BOOK_ORDER))`` lines in ``BOOK_ORDER``."""
+    ``(B, N_BOOKS)`` lines in ``BOOK_LINES``."""
     P, grade, passive = packed
     x = np.ascontiguousarray(x, dtype=np.float64)
     u = np.ascontiguousarray(u, dtype=np.float64)
     fe = np.zeros((x.shape[0], 3)) if f_ext is None else np.ascontiguousarray(
         np.broadcast_to(np.asarray(f_ext, dtype=np.float64), (x.shape[0], 3)))
-    if x.ndim != 2 or x.shape[1] != 14 or u.shape != (x.shape[0], 2):
+    if x.ndim != 2 or x.shape[1] != N_DYN4 or u.shape != (x.shape[0], 2):
         raise ValueError(f"dyn4_step_np needs x (B, 14) and u (B, 2), got {x.shape} and {u.shape}")
     out = np.empty_like(x)
-    bk = np.zeros((x.shape[0], len(BOOK_ORDER)))
+    bk = np.zeros((x.shape[0], N_BOOKS))
     kernel = _step_rows_parallel if x.shape[0] >= PARALLEL_FROM else _step_rows_serial
     kernel(x, u, fe, P, grade, passive, float(hdt), books, tuple(terrain), out, bk)
     return (out, bk) if books else out

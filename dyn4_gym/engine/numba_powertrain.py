@@ -6,20 +6,35 @@ tests/test_powertrain_engine.py holds it to the torch reference (1e-9) and to a 
 
 from __future__ import annotations
 
-import math
+from enum import IntEnum
 
 import numpy as np
 from numba import njit, prange
 
-from ..plant.powertrain import POWERTRAIN_LINES
-from .numba_plant import BOOK_ORDER, N_SCRATCH, serial_and_parallel, substep_row
+from ..model.books import N_BOOKS, N_PT_LINES, PTB
+from ..model.constants import RPM
+from ..model.packed import PK, PQ
+from ..model.state import DYN4 as S, PT
+from ..model.task import ACT
+from .numba_plant import DW, N_DW, N_SCRATCH, serial_and_parallel, substep_row
 
-__all__ = ["pack_powertrain", "drive_step_np", "POWERTRAIN_LINES", "N_PT_LINES"]
+__all__ = ["pack_powertrain", "drive_step_np", "PF", "N_PF"]
 
-RPM = 30.0 / math.pi
-N_PT_LINES = len(POWERTRAIN_LINES)
-# the scalar block of the packed vector, then the forward ratios
-_J, _UP, _DOWN, _DELAY, _COUPLE, _TB, _R, _ETA, _IDLE, _BAND, _ETA_I, _NG, _REV, _G1 = range(14)
+
+class PF(IntEnum):
+    """One substep's powertrain forces and torques (forces_row's output, powertrain.PowertrainForces)."""
+
+    F_DRIVE = 0  # [N] at the contact patches
+    F_BRAKE = 1  # [N]
+    T_ENGINE = 2  # [N m]
+    T_PUMP = 3
+    T_TURBINE = 4
+    EFF = 5  # driveline efficiency this substep (eta, or 1 / eta backdriven)
+    RATIO = 6  # gear ratio
+    FUEL_POWER = 7  # [W]
+
+
+N_PF = len(PF)
 
 
 def pack_powertrain(pt) -> tuple:
@@ -48,23 +63,23 @@ def _interp(x, m):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _ratio(gear, Q):
-    return Q[_REV] if gear < 0 else Q[_G1 + int(gear) - 1]
+    return Q[PQ.REV] if gear < 0 else Q[PQ.G1 + int(gear) - 1]
 
 
 @njit(cache=True, error_model="numpy")
 def select_gear_row(s, direction, vx, Q, hdt):
     """powertrain.select_gear for one row, in place on ``s (3,)``."""
-    gear, t = s[1], s[2] + hdt
+    gear, t = s[PT.GEAR], s[PT.T_SHIFT] + hdt
     to_rev = direction < 0 and gear > 0
     to_fwd = direction > 0 and gear < 0
-    rpm_t = vx / (_ratio(gear, Q) * Q[_R]) * RPM
-    ready = gear > 0 and t >= Q[_DELAY] and not to_rev
-    up = ready and rpm_t > Q[_UP] and gear < Q[_NG]
-    down = ready and rpm_t < Q[_DOWN] and gear > 1
+    rpm_t = vx / (_ratio(gear, Q) * Q[PQ.R]) * RPM
+    ready = gear > 0 and t >= Q[PQ.DELAY] and not to_rev
+    up = ready and rpm_t > Q[PQ.UP] and gear < Q[PQ.NG]
+    down = ready and rpm_t < Q[PQ.DOWN] and gear > 1
     g1 = -1.0 if to_rev else (1.0 if to_fwd else gear)
     g1 = g1 + (1.0 if up else 0.0) - (1.0 if down else 0.0)
-    s[1] = g1
-    s[2] = 0.0 if (to_rev or to_fwd or up or down) else t
+    s[PT.GEAR] = g1
+    s[PT.T_SHIFT] = 0.0 if (to_rev or to_fwd or up or down) else t
 
 
 @njit(cache=True, error_model="numpy")
@@ -72,27 +87,28 @@ def forces_row(s, throttle, brake, vx, Q, maps, out):
     """powertrain.powertrain_forces for one row into ``out (8,)``: f_drive, f_brake, t_engine,
     t_pump, t_turbine, eff, ratio, fuel_power."""
     tq, loss, cf, tr = maps
-    w_e = s[0]
-    ratio = _ratio(s[1], Q)
+    w_e = s[PT.OMEGA_E]
+    ratio = _ratio(s[PT.GEAR], Q)
     rpm = w_e * RPM
-    opening = min(max((Q[_IDLE] - rpm) / Q[_BAND], 0.0), 1.0)
+    opening = min(max((Q[PQ.IDLE] - rpm) / Q[PQ.BAND], 0.0), 1.0)
     theta = throttle + (1.0 - throttle) * opening
     t_comb = theta * _interp(rpm, tq)
     t_engine = t_comb + _interp(rpm, loss)
-    fuel_power = max(t_comb, 0.0) * w_e / Q[_ETA_I]
-    w_t = vx / (ratio * Q[_R])
+    fuel_power = max(t_comb, 0.0) * w_e / Q[PQ.ETA_I]
+    w_t = vx / (ratio * Q[PQ.R])
     sr = w_t / max(w_e, 1e-6)
     back = sr > 1.0
     sigma = min(max(2.0 - sr if back else sr, 0.0), 1.0)
-    fade = min((1.0 - sigma) / (1.0 - Q[_COUPLE]), 1.0)
+    fade = min((1.0 - sigma) / (1.0 - Q[PQ.COUPLE]), 1.0)
     t_pump = (w_e / _interp(sigma, cf)) ** 2 * fade
     if back:
         t_pump = -t_pump
     t_turbine = t_pump if back else _interp(sigma, tr) * t_pump
-    eff = Q[_ETA] if t_turbine * w_t >= 0 else 1.0 / Q[_ETA]
-    out[0] = eff * t_turbine / (ratio * Q[_R])
-    out[1] = brake * (4.0 * Q[_TB] / Q[_R])
-    out[2], out[3], out[4], out[5], out[6], out[7] = t_engine, t_pump, t_turbine, eff, ratio, fuel_power
+    eff = Q[PQ.ETA] if t_turbine * w_t >= 0 else 1.0 / Q[PQ.ETA]
+    out[PF.F_DRIVE] = eff * t_turbine / (ratio * Q[PQ.R])
+    out[PF.F_BRAKE] = brake * (4.0 * Q[PQ.TB] / Q[PQ.R])
+    out[PF.T_ENGINE], out[PF.T_PUMP], out[PF.T_TURBINE] = t_engine, t_pump, t_turbine
+    out[PF.EFF], out[PF.RATIO], out[PF.FUEL_POWER] = eff, ratio, fuel_power
 
 
 @njit(cache=True, error_model="numpy")
@@ -103,32 +119,33 @@ def drive_substep_row(x, s, steer, throttle, brake, direction, P, grade, passive
     steer = min(max(steer, -1.0), 1.0)
     throttle = min(max(throttle, 0.0), 1.0)
     brake = min(max(brake, 0.0), 1.0)
-    select_gear_row(s, -1.0 if direction < 0 else 1.0, x[3], Q, hdt)
-    forces_row(s, throttle, brake, x[3], Q, maps, pf)
-    substep_row(x, steer * P[5], 0.0, P, grade, passive, hdt, want_books, b, T, y, bk, W, 0.0, 0.0, 0.0, True,
-                pf[0], pf[1], dwork)
-    w0 = s[0]
-    w1 = w0 + hdt * (pf[2] - pf[3]) / Q[_J]
-    s[0] = w1
-    if want_books:
+    select_gear_row(s, -1.0 if direction < 0 else 1.0, x[S.VX], Q, hdt)
+    forces_row(s, throttle, brake, x[S.VX], Q, maps, pf)
+    substep_row(x, steer * P[PK.DELTA_MAX], 0.0, P, grade, passive, hdt, want_books, b, T, y, bk, W, 0.0, 0.0, 0.0,
+                True, pf[PF.F_DRIVE], pf[PF.F_BRAKE], dwork)
+    w0 = s[PT.OMEGA_E]
+    w1 = w0 + hdt * (pf[PF.T_ENGINE] - pf[PF.T_PUMP]) / Q[PQ.J]
+    s[PT.OMEGA_E] = w1
+    if want_books:  # powertrain.powertrain_books; dwork is the plant's DriveWork (drive, brakes, wheelspin, v_drive)
         w_m = 0.5 * (w0 + w1)
-        w_t = dwork[3] / (pf[6] * Q[_R])
-        fuel = hdt * pf[7]
-        engine = fuel - hdt * pf[2] * w_m
-        crank = 0.5 * Q[_J] * (w1 * w1 - w0 * w0)
-        converter = hdt * (pf[3] * w_m - pf[4] * w_t)
-        driveline = hdt * pf[4] * w_t * (1.0 - pf[5])
-        pbk[0], pbk[1], pbk[2], pbk[3] = fuel, engine + crank + converter + driveline, engine, crank
-        pbk[4], pbk[5], pbk[6], pbk[7], pbk[8] = converter, driveline, dwork[0], dwork[1], dwork[2]
+        w_t = dwork[DW.V_DRIVE] / (pf[PF.RATIO] * Q[PQ.R])
+        fuel = hdt * pf[PF.FUEL_POWER]
+        engine = fuel - hdt * pf[PF.T_ENGINE] * w_m
+        crank = 0.5 * Q[PQ.J] * (w1 * w1 - w0 * w0)
+        converter = hdt * (pf[PF.T_PUMP] * w_m - pf[PF.T_TURBINE] * w_t)
+        driveline = hdt * pf[PF.T_TURBINE] * w_t * (1.0 - pf[PF.EFF])
+        pbk[PTB.FUEL], pbk[PTB.POWERTRAIN] = fuel, engine + crank + converter + driveline
+        pbk[PTB.ENGINE], pbk[PTB.CRANK], pbk[PTB.CONVERTER], pbk[PTB.DRIVELINE] = engine, crank, converter, driveline
+        pbk[PTB.DRIVE], pbk[PTB.BRAKES], pbk[PTB.WHEELSPIN] = dwork[DW.DRIVE], dwork[DW.BRAKES], dwork[DW.WHEELSPIN]
 
 
-def _drive_rows_py(X0, S, D, P, grade, passive, Q, maps, hdt, want_books, T, X1, BK, PBK):
+def _drive_rows_py(X0, PTS, D, P, grade, passive, Q, maps, hdt, want_books, T, X1, BK, PBK):
     for b in prange(X0.shape[0]):
         W = np.empty((N_SCRATCH, 4))
-        pf = np.empty(8)
-        dwork = np.zeros(4)
-        direction = D[b, 3] if D.shape[1] == 4 else 1.0
-        drive_substep_row(X0[b], S[b], D[b, 0], D[b, 1], D[b, 2], direction, P, grade, passive, Q, maps, hdt,
+        pf = np.empty(N_PF)
+        dwork = np.zeros(N_DW)
+        direction = D[b, ACT.DIRECTION] if D.shape[1] > ACT.DIRECTION else 1.0
+        drive_substep_row(X0[b], PTS[b], D[b, ACT.STEER], D[b, ACT.THROTTLE], D[b, ACT.BRAKE], direction, P, grade, passive, Q, maps, hdt,
                           want_books, b, T, X1[b], BK[b], PBK[b], W, pf, dwork)
 
 
@@ -138,7 +155,7 @@ PARALLEL_FROM = 256
 
 def drive_step_np(x, s, driver, packed, packed_pt, terrain, hdt: float = 0.01, books: bool = False):
     """drive_step on the CPU engine: ``x (B, 14)``, ``s (B, 3)``, ``driver (B, 3 or 4)`` float64.
-    Returns ``(x+, s+)`` and, with ``books``, the plant's lines (``BOOK_ORDER``) and the
+    Returns ``(x+, s+)`` and, with ``books``, the plant's lines (``BOOK_LINES``) and the
     powertrain's (``POWERTRAIN_LINES``), each ``(B, n)``."""
     P, grade, passive = packed
     Q, maps = packed_pt
@@ -148,12 +165,12 @@ def drive_step_np(x, s, driver, packed, packed_pt, terrain, hdt: float = 0.01, b
     if d.ndim != 2 or d.shape[1] not in (3, 4) or d.shape[0] != x.shape[0] or s1.shape != (x.shape[0], 3):
         raise ValueError(f"drive_step_np needs x (B, 14), s (B, 3), driver (B, 3 or 4); got {x.shape}, {s1.shape}, "
                          f"{d.shape}")
-    gear = s1[:, 1]
-    if not np.all((gear == -1.0) | ((gear >= 1.0) & (gear <= Q[_NG]) & (gear == np.round(gear)))):
+    gear = s1[:, PT.GEAR]
+    if not np.all((gear == -1.0) | ((gear >= 1.0) & (gear <= Q[PQ.NG]) & (gear == np.round(gear)))):
         # the kernel indexes its ratio table by the gear: an unknown one would read past it
-        raise ValueError(f"drive_step_np: s[:, 1] (gear) must be -1 or 1..{int(Q[_NG])}, got {np.unique(gear)[:8]}")
+        raise ValueError(f"drive_step_np: s[:, 1] (gear) must be -1 or 1..{int(Q[PQ.NG])}, got {np.unique(gear)[:8]}")
     out = np.empty_like(x)
-    bk = np.zeros((x.shape[0], len(BOOK_ORDER)))
+    bk = np.zeros((x.shape[0], N_BOOKS))
     pbk = np.zeros((x.shape[0], N_PT_LINES))
     kernel = _drive_rows_parallel if x.shape[0] >= PARALLEL_FROM else _drive_rows_serial
     kernel(x, s1, d, P, grade, passive, Q, maps, float(hdt), books, tuple(terrain), out, bk, pbk)

@@ -24,28 +24,21 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from .numba_plant import (_NS, BOOK_ORDER, N_SCRATCH, corner_sum, ground_under_row, height_at, loads_row,
+from ..model.books import BOOK, N_BOOKS, N_PT_LINES, PTB
+from ..model.constants import OBS_CLIP, RPM
+from ..model.packed import CC, GC, PK, SC
+from ..model.state import DYN4 as S, N_DYN4, N_PT, PT
+from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, TERM, TERM_ORDER
+from .numba_plant import (N_DW, N_SCRATCH, W_, corner_sum, ground_under_row, height_at, loads_row,
                           serial_and_parallel, solve_sym3, substep_row)
-from .numba_powertrain import N_PT_LINES, POWERTRAIN_LINES, RPM, drive_substep_row
+from .numba_powertrain import N_PF, drive_substep_row
 
-__all__ = ["NumbaTask", "NumbaState", "TERM_ORDER", "INFO_COLUMNS", "FLAG_COLUMNS", "TERRAIN_FIELDS", "reset_rows", "observe",
-           "step"]
+__all__ = ["NumbaState", "reset_rows", "observe", "step", "guard_rows"]
 
-# the built-in reward terms, in the kernel's order (rewards.DEFAULT_WEIGHTS has the same order)
-TERM_ORDER = ("progress", "speed", "cross_track", "heading", "energy", "fuel", "tire_slip", "damper", "comfort",
-              "action_rate", "termination")
-# the float columns of one step's packed info (the powertrain's lines last, 0 for action="accel"),
-# then its bool columns
-INFO_COLUMNS = (TERM_ORDER + BOOK_ORDER + ("progress_info", "distance", "s", "cross_track_info", "heading_error")
-                + tuple("pt_" + n for n in POWERTRAIN_LINES))
-FLAG_COLUMNS = ("terminated", "truncated", "success", "out_of_corridor", "rollover", "nonfinite")
-TERRAIN_FIELDS = ("wave_kx", "wave_ky", "wave_amp", "wave_phase", "base_mu", "patch_x", "patch_y", "patch_r",
-                  "patch_mu", "bump_x", "bump_y", "bump_h", "bump_r")
-_NT, _NB = len(TERM_ORDER), len(BOOK_ORDER)
-_NPT = N_PT_LINES
-_OPT = _NT + _NB + 5  # first powertrain column
+_NT = len(TERM_ORDER)
 _MASK = 0xFFFFFFFF
-OBS_CLIP = 10.0
+# slice bounds as plain ints: Numba's parallel array analysis takes only integer slice bounds
+_TERMS0, _BOOKS0, _PT0 = int(INFO.TERMS), int(INFO.BOOKS), int(INFO.PT_LINES)
 
 
 @dataclass
@@ -53,7 +46,7 @@ class NumbaState:
     """The batch's state as numpy arrays (the fields of :class:`TaskState`), stepped in place."""
 
     x: np.ndarray  # (B, 14) float64
-    terrain: tuple  # TERRAIN_FIELDS arrays, (B,) or (B, K), then the patch edge [m]
+    terrain: tuple  # model.packed.TERRAIN_FIELDS arrays, (B,) or (B, K), then the patch edge [m]
     course_xy: np.ndarray  # (B, N, 2)
     course_heading: np.ndarray  # (B, N)
     idx: np.ndarray  # (B,) int64
@@ -63,8 +56,8 @@ class NumbaState:
     target_speed: np.ndarray  # (B,)
     key: np.ndarray  # (B,) int64
     episode: np.ndarray  # (B,) int64
-    pt: np.ndarray  # (B, 3) powertrain state (omega_e, gear, t_shift)
-    P: np.ndarray  # (B, n) each row's packed parameters (numba_plant.pack_params): the task's, or its draw
+    pt: np.ndarray  # (B, 3) powertrain state (model.state.PT)
+    P: np.ndarray  # (B, N_PARAMS) each row's packed parameters (numba_plant.pack_params; model.packed.PK)
 
     @property
     def batch_size(self) -> int:
@@ -73,94 +66,6 @@ class NumbaState:
     def copy(self) -> "NumbaState":
         return NumbaState(**{k: (tuple(a.copy() if isinstance(a, np.ndarray) else a for a in v) if k == "terrain"
                                  else v.copy()) for k, v in self.__dict__.items()})
-
-
-class NumbaTask:
-    """A :class:`TaskCore`'s task packed for the kernels: parameters, config constants, weights.
-
-    Raises ``ValueError`` for what the kernels do not model (a ground kind other than
-    ``"rough"``, batched parameters).
-    """
-
-    def __init__(self, core):
-        import torch
-
-        from ..ground.terrain import RoughConfig
-        from ..envs.core import obs_scale
-        from ..plant.powertrain import powertrain_at
-        from .numba_plant import pack_params
-        from .numba_powertrain import pack_powertrain
-
-        cfg = core.cfg
-        g = cfg.ground
-        if type(g) is not RoughConfig:
-            raise ValueError(f"the numba engine models the 'rough' ground kind, not {g.kind!r}")
-        self.core = core
-        self.P, self.grade, self.passive = pack_params(core.p)
-        self.driver, self.n_action, self.n_obs = core.driver, core.n_action, len(core.obs_names)
-        self.Q, self.maps = pack_powertrain(core.pt)
-        c = cfg.course
-        self.hdt, self.n_sub, self.spacing = float(cfg.hdt), int(cfg.substeps), float(c.spacing)
-        self.n_points = int(round(c.length / c.spacing)) + 1
-        self.shape = dict(n_hills=g.n_hills, n_patches=g.n_patches, n_bumps=g.n_bumps)
-        self.patch_edge = 0.5  # Terrain.patch_edge
-        # the progress cap per step per m/s of target speed [s] (inf: uncapped)
-        cap = math.inf if cfg.progress_cap is None else cfg.progress_cap * cfg.control_dt
-        self.step_consts = np.array([c.spacing, c.half_width, c.goal_margin, cfg.roll_limit, cfg.episode_steps, cap])
-        i0, frac, s0 = core.start_index()  # the start pose (TaskCore.new_state)
-        self.reset_course = np.array([c.spacing, c.lat_accel, c.wavelength_min, c.wavelength_max, c.lead_in,
-                                      c.half_width, c.n_waves, i0, frac, s0, cfg.start_offset, cfg.start_heading,
-                                      c.centre_line is not None], dtype=np.float64)
-        # a given centre line, resampled as the torch engine does (course.centre_line_course)
-        if c.centre_line is not None:
-            from ..envs.course import centre_line_course
-
-            self.line_xy, self.line_heading = (np.ascontiguousarray(a) for a in centre_line_course(c.centre_line,
-                                                                                                   c.spacing))
-        else:
-            self.line_xy, self.line_heading = np.zeros((0, 2)), np.zeros(0)
-        self.reset_ground = np.array([g.hills_amplitude, g.hills_wavelength_min, g.hills_wavelength_max, g.base_mu,
-                                      g.patch_mu_min, g.patch_mu_max, g.patch_radius_min, g.patch_radius_max,
-                                      g.bump_height_min, g.bump_height_max, g.bump_radius], dtype=np.float64)
-        self.vt = float(cfg.target_speed)
-        self.v0 = float(cfg.target_speed if cfg.start_speed is None else cfg.start_speed)
-        self.ahead = np.asarray(c.preview, dtype=np.float64)
-        self.scales = np.array([obs_scale(n, float(core.p.delta_max), c.half_width) for n in core.obs_names])
-        # every row starts at the same speed, so in the same powertrain state
-        self.pt0 = powertrain_at(core.pt, torch.tensor(self.v0, dtype=torch.float64)).numpy()
-        # the kernel's built-in terms, weighted; a name the user re-registered is evaluated in
-        # torch after the kernel (with the other custom terms), so its built-in weight here is 0
-        from ..envs.rewards import REWARD_TERMS_BUILTIN
-
-        self.weights = np.array([core.weights[n] if core.terms.get(n) is REWARD_TERMS_BUILTIN[n] else 0.0
-                                 for n in TERM_ORDER])
-        self.custom = {n: t for n, t in core.terms.items() if REWARD_TERMS_BUILTIN.get(n) is not t}
-
-    def empty_state(self, B: int) -> NumbaState:
-        z = np.zeros
-        sh = self.shape
-        terrain = tuple(z((B, sh[k])) for k in ("n_hills",) * 4) + (z(B),) + tuple(
-            z((B, sh["n_patches"])) for _ in range(4)) + tuple(z((B, sh["n_bumps"])) for _ in range(4))
-        return NumbaState(x=z((B, 14)), terrain=terrain + (self.patch_edge,), course_xy=z((B, self.n_points, 2)),
-                          course_heading=z((B, self.n_points)), idx=z(B, dtype=np.int64), s=z(B),
-                          t=z(B, dtype=np.int64), prev_action=z((B, self.n_action)), target_speed=z(B),
-                          key=z(B, dtype=np.int64), episode=z(B, dtype=np.int64), pt=z((B, 3)),
-                          P=np.tile(self.P, (B, 1)))
-
-    def row_params(self, keys: np.ndarray, episodes: np.ndarray) -> np.ndarray:
-        """``(n, len(P))``: the packed parameters of rows reset with these streams, drawn as
-        ``TaskCore.row_params`` draws them (float64 uniforms, the stream's last draws)."""
-        import torch
-
-        from .. import _rng
-        from .._tree import tree_map
-        from .numba_plant import pack_params
-
-        n_course, n_ground, n_vehicle = self.core.uniform_counts()
-        u = _rng.uniform(torch.as_tensor(keys), torch.as_tensor(episodes), n_course + n_ground + n_vehicle,
-                         dtype=torch.float64)
-        p = self.core.row_params(u[:, n_course + n_ground:])
-        return np.stack([pack_params(tree_map(lambda t, i=i: t[i], p))[0] for i in range(len(keys))])
 
 
 # ------------------------------------------------------------------------------------ random streams
@@ -199,13 +104,14 @@ def _on_course(cxy, ch, b, frac, lo, spacing, offset):
     return cxy[b, j, 0] - offset * math.sin(th), cxy[b, j, 1] + offset * math.cos(th)
 
 
-def _reset_rows_py(rows, keys, episodes, PP, C, LXY, LH, G, v0, vt, pt0, X, T, CXY, CH, IDX, S, TT, PREV, VT, KEY, EP,
+def _reset_rows_py(rows, keys, episodes, PP, C, LXY, LH, G, v0, vt, pt0, X, T, CXY, CH, IDX, SS, TT, PREV, VT, KEY, EP,
                    PTS):
-    """New episodes on ``rows``: course (C; the given line ``LXY``, ``LH`` where ``C[12]``), rough
-    terrain (G), settled rest state at speed ``v0``."""
+    """New episodes on ``rows``: course (C, model.packed.CC; the given line ``LXY``, ``LH`` where
+    ``C[CC.GIVEN_LINE]``), rough terrain (G, model.packed.GC), settled rest state at speed ``v0``."""
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
-    spacing, lat_accel, wl_min, wl_max, lead_in, half_width = C[0], C[1], C[2], C[3], C[4], C[5]
-    nw = int(C[6])
+    spacing, lat_accel, wl_min, wl_max = C[CC.SPACING], C[CC.LAT_ACCEL], C[CC.WAVELENGTH_MIN], C[CC.WAVELENGTH_MAX]
+    lead_in, half_width = C[CC.LEAD_IN], C[CC.HALF_WIDTH]
+    nw = int(C[CC.N_WAVES])
     n = CXY.shape[1]
     nh, npch, nb = kx.shape[1], px.shape[1], bx.shape[1]
     nc = 3 * nw
@@ -238,32 +144,33 @@ def _reset_rows_py(rows, keys, episodes, PP, C, LXY, LH, G, v0, vt, pt0, X, T, C
             mid = 0.5 * (CH[b, i] + CH[b, i - 1])
             CXY[b, i, 0] = CXY[b, i - 1, 0] + math.cos(mid) * spacing
             CXY[b, i, 1] = CXY[b, i - 1, 1] + math.sin(mid) * spacing
-        if C[12] != 0.0:  # a given centre line replaces the drawn one (its uniforms still drawn)
+        if C[CC.GIVEN_LINE] != 0.0:  # a given centre line replaces the drawn one (its uniforms still drawn)
             for i in range(n):
                 CXY[b, i, 0], CXY[b, i, 1], CH[b, i] = LXY[i, 0], LXY[i, 1], LH[i]
         # terrain (terrain.draw_rough)
         o = nc
         for k in range(nh):
-            lam = G[1] + (G[2] - G[1]) * u[o + 4 * k]
+            lam = G[GC.HILLS_WAVELENGTH_MIN] + (G[GC.HILLS_WAVELENGTH_MAX] - G[GC.HILLS_WAVELENGTH_MIN]) * u[o + 4 * k]
             ang = two_pi * u[o + 4 * k + 1]
             kx[b, k] = two_pi / lam * math.cos(ang)
             ky[b, k] = two_pi / lam * math.sin(ang)
-            amp[b, k] = G[0] / max(nh, 1) * (0.5 + u[o + 4 * k + 2])
+            amp[b, k] = G[GC.HILLS_AMPLITUDE] / max(nh, 1) * (0.5 + u[o + 4 * k + 2])
             ph[b, k] = two_pi * u[o + 4 * k + 3]
-        base_mu[b] = G[3]
+        base_mu[b] = G[GC.BASE_MU]
         o = nc + 4 * nh
         for j in range(npch):
             px[b, j], py[b, j] = _on_course(CXY, CH, b, u[o + 4 * j], 0.0, spacing,
                                             (u[o + 4 * j + 1] - 0.5) * 2 * half_width)
-            pr[b, j] = G[6] + (G[7] - G[6]) * u[o + 4 * j + 2]
-            pmu[b, j] = G[4] + (G[5] - G[4]) * u[o + 4 * j + 3]
+            pr[b, j] = G[GC.PATCH_RADIUS_MIN] + (G[GC.PATCH_RADIUS_MAX] - G[GC.PATCH_RADIUS_MIN]) * u[o + 4 * j + 2]
+            pmu[b, j] = G[GC.PATCH_MU_MIN] + (G[GC.PATCH_MU_MAX] - G[GC.PATCH_MU_MIN]) * u[o + 4 * j + 3]
         o = nc + 4 * (nh + npch)
         for q in range(nb):
             bx[b, q], by[b, q] = _on_course(CXY, CH, b, u[o + 4 * q], lead_in, spacing, (u[o + 4 * q + 1] - 0.5) * 2.0)
-            bh[b, q] = G[8] + (G[9] - G[8]) * u[o + 4 * q + 2]
-            br[b, q] = G[10]
+            bh[b, q] = G[GC.BUMP_HEIGHT_MIN] + (G[GC.BUMP_HEIGHT_MAX] - G[GC.BUMP_HEIGHT_MIN]) * u[o + 4 * q + 2]
+            br[b, q] = G[GC.BUMP_RADIUS]
         # the start pose (TaskCore.new_state): on segment i0 of the course, moved off it
-        i0, frac, s0, off, dpsi = int(C[7]), C[8], C[9], C[10], C[11]
+        i0, frac, s0 = int(C[CC.I0]), C[CC.FRAC], C[CC.S0]
+        off, dpsi = C[CC.START_OFFSET], C[CC.START_HEADING]
         posx = CXY[b, i0, 0] + frac * (CXY[b, i0 + 1, 0] - CXY[b, i0, 0])
         posy = CXY[b, i0, 1] + frac * (CXY[b, i0 + 1, 1] - CXY[b, i0, 1])
         th = CH[b, i0] + frac * (CH[b, i0 + 1] - CH[b, i0])
@@ -271,28 +178,28 @@ def _reset_rows_py(rows, keys, episodes, PP, C, LXY, LH, G, v0, vt, pt0, X, T, C
         cp, sp = math.cos(psi0), math.sin(psi0)
         # settled rest state there (dyn4.dyn4_rest), then the start speed
         P = PP[b]  # the row's parameters
-        xw, yw, kk = P[_NS:_NS + 4], P[_NS + 4:_NS + 8], P[_NS + 28:_NS + 32]
-        K0, K1, K2, K3, K4, K5 = corner_sum(kk, xw, yw)
+        K0, K1, K2, K3, K4, K5 = corner_sum(P, PK.K)
         r0 = r1 = r2 = 0.0
         for i in range(4):
-            hg = height_at(b, X0 + cp * xw[i] - sp * yw[i], Y0 + sp * xw[i] + cp * yw[i], T)
-            kh = kk[i] * hg
+            xw, yw = P[PK.X_W + i], P[PK.Y_W + i]
+            hg = height_at(b, X0 + cp * xw - sp * yw, Y0 + sp * xw + cp * yw, T)
+            kh = P[PK.K + i] * hg
             r0 += kh
-            r1 += kh * yw[i]
-            r2 -= kh * xw[i]
+            r1 += kh * yw
+            r2 -= kh * xw
         reg = 1e-12 * (K0 + K3 + K5)
         q0, q1, q2 = solve_sym3(K0 + reg, K1, K2, K3 + reg, K4, K5 + reg, r0, r1, r2)
-        for i in range(14):
+        for i in range(N_DYN4):
             X[b, i] = 0.0
-        X[b, 0], X[b, 1], X[b, 2] = X0, Y0, psi0
-        X[b, 3] = v0
-        X[b, 6], X[b, 7], X[b, 8] = q0, q1, q2
+        X[b, S.X], X[b, S.Y], X[b, S.PSI] = X0, Y0, psi0
+        X[b, S.VX] = v0
+        X[b, S.Z], X[b, S.PHI], X[b, S.THETA] = q0, q1, q2
         IDX[b] = i0
-        S[b] = s0
+        SS[b] = s0
         TT[b] = 0
         for i in range(PREV.shape[1]):
             PREV[b, i] = 0.0
-        for i in range(3):
+        for i in range(N_PT):
             PTS[b, i] = pt0[i]
         VT[b] = vt
         KEY[b] = keys[r]
@@ -343,128 +250,128 @@ def _wrap(a):
 def _observe_row(b, x, pts, P, grade, passive, T, CXY, CH, idx, s, vt, ahead, scales, spacing, W, out):
     """TaskCore.observe for row ``b`` into ``out (30,)`` (float32); ``(32,)`` with the powertrain's
     engine speed and gear (``action="driver"``, ``pts`` its state)."""
-    Fz0 = P[_NS + 8:_NS + 12]
-    mu_g, hg, sbx, sby, rate, hdot, spring, Fz = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7]
-    ground_under_row(b, x[0], x[1], x[2], P, passive or grade, T, mu_g, hg, sbx, sby)
-    loads_row(x, P, passive, hg, sbx, sby, rate, hdot, spring, Fz)
-    _, _, e, th = _project(CXY, CH, b, idx, x[0], x[1], spacing)
+    ground_under_row(b, x[S.X], x[S.Y], x[S.PSI], P, passive or grade, T, W)
+    loads_row(x, P, passive, W)
+    _, _, e, th = _project(CXY, CH, b, idx, x[S.X], x[S.Y], spacing)
     no = out.shape[0]
     raw = np.empty(no)
-    raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6] = x[3], x[4], x[5], x[7], x[8], x[10], x[11]
-    raw[7], raw[8] = x[12], x[13]
+    raw[OBS.VX], raw[OBS.VY], raw[OBS.YAW_RATE] = x[S.VX], x[S.VY], x[S.R]
+    raw[OBS.ROLL], raw[OBS.PITCH], raw[OBS.ROLL_RATE], raw[OBS.PITCH_RATE] = x[S.PHI], x[S.THETA], x[S.PHID], x[S.THETAD]
+    raw[OBS.STEER], raw[OBS.DRIVE] = x[S.DELTA], x[S.A]
     for i in range(4):
-        raw[9 + i] = Fz[i] / Fz0[i] - 1.0
-        raw[13 + i] = mu_g[i]
-    raw[17], raw[18], raw[19] = e, _wrap(x[2] - th), vt
+        raw[OBS.LOAD_FL + i] = W[W_.FZ, i] / P[PK.FZ0 + i] - 1.0
+        raw[OBS.MU_FL + i] = W[W_.MU, i]
+    raw[OBS.CROSS_TRACK], raw[OBS.HEADING_ERROR], raw[OBS.TARGET_SPEED] = e, _wrap(x[S.PSI] - th), vt
     n = CXY.shape[1]
-    c, sn = math.cos(x[2]), math.sin(x[2])
-    for k in range(5):
+    c, sn = math.cos(x[S.PSI]), math.sin(x[S.PSI])
+    for k in range(N_PREVIEW):
         st = min(max(s + ahead[k], 0.0), (n - 1) * spacing)
         f = st / spacing
         j = min(max(int(math.floor(f)), 0), n - 2)
         lam = f - j
         qx = CXY[b, j, 0] + lam * (CXY[b, j + 1, 0] - CXY[b, j, 0])
         qy = CXY[b, j, 1] + lam * (CXY[b, j + 1, 1] - CXY[b, j, 1])
-        rx, ry = qx - x[0], qy - x[1]
-        raw[20 + 2 * k] = c * rx + sn * ry
-        raw[21 + 2 * k] = -sn * rx + c * ry
-    if no > 30:
-        raw[30], raw[31] = pts[0] * RPM, pts[1]
+        rx, ry = qx - x[S.X], qy - x[S.Y]
+        raw[OBS.PREVIEW0_X + 2 * k] = c * rx + sn * ry
+        raw[OBS.PREVIEW0_Y + 2 * k] = -sn * rx + c * ry
+    if no > OBS.ENGINE_SPEED:
+        raw[OBS.ENGINE_SPEED], raw[OBS.GEAR] = pts[PT.OMEGA_E] * RPM, pts[PT.GEAR]
     for i in range(no):
-        v = raw[i] / (P[5] if i == 7 else scales[i])  # the steer entry: the row's own max steer
+        v = raw[i] / (P[PK.DELTA_MAX] if i == OBS.STEER else scales[i])  # the steer entry: the row's own max steer
         if v != v:
             v = 0.0
         out[i] = min(max(v, -OBS_CLIP), OBS_CLIP)
 
 
-def _observe_py(rows, PP, grade, passive, T, CXY, CH, X, PTS, IDX, S, VT, ahead, scales, spacing, OBS):
+def _observe_py(rows, PP, grade, passive, T, CXY, CH, X, PTS, IDX, SS, VT, ahead, scales, spacing, OUT):
     for r in prange(rows.shape[0]):
         b = rows[r]
         W = np.empty((N_SCRATCH, 4))
-        _observe_row(b, X[b], PTS[b], PP[b], grade, passive, T, CXY, CH, IDX[b], S[b], VT[b], ahead, scales, spacing, W,
-                     OBS[r])
+        _observe_row(b, X[b], PTS[b], PP[b], grade, passive, T, CXY, CH, IDX[b], SS[b], VT[b], ahead, scales, spacing, W,
+                     OUT[r])
 
 
 # ------------------------------------------------------------------------------------------- step
 def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, driver, Q, maps, X, CXY, CH, IDX,
-             S, TT, PREV, VT, PTS, OBS, REW, INFO, FLAGS):
+             SS, TT, PREV, VT, PTS, OUT, REW, INFOS, FLAGS):
     """TaskCore.step for every active row, in place; inactive rows are left as they are, their
     outputs zero (the caller resets them). ``driver``: actions are (steer, throttle, brake) through
     the powertrain (``Q``, ``maps``; state ``PTS``)."""
-    spacing, half_width, goal_margin, roll_limit, episode_steps, cap = C[0], C[1], C[2], C[3], C[4], C[5]
+    spacing, half_width, goal_margin = C[SC.SPACING], C[SC.HALF_WIDTH], C[SC.GOAL_MARGIN]
+    roll_limit, episode_steps, cap = C[SC.ROLL_LIMIT], C[SC.EPISODE_STEPS], C[SC.CAP]
     n = CXY.shape[1]
     length = (n - 1) * spacing
     for b in prange(X.shape[0]):
-        info, flags = INFO[b], FLAGS[b]
+        info, flags = INFOS[b], FLAGS[b]
         P = PP[b]  # the row's parameters
-        delta_max, a_drive, a_brake = P[5], P[6], P[7]
-        weight = P[0] * P[3]  # m g
+        delta_max, a_drive, a_brake = P[PK.DELTA_MAX], P[PK.A_DRIVE], P[PK.A_BRAKE]
+        weight = P[PK.M] * P[PK.G]
         if not active[b]:
             REW[b] = 0.0
             info[:] = 0.0
             flags[:] = False
             continue
         W = np.empty((N_SCRATCH, 4))
-        buf = np.empty((2, 14))
-        bk = np.zeros(_NB)
-        dw = np.empty(4)
-        pbk = np.zeros(_NPT)
-        pf = np.empty(8)
-        sbuf = np.empty((2, 3))
-        books = info[_NT:_NT + _NB]
+        buf = np.empty((2, N_DYN4))
+        bk = np.zeros(N_BOOKS)
+        dw = np.empty(N_DW)
+        pbk = np.zeros(N_PT_LINES)
+        pf = np.empty(N_PF)
+        sbuf = np.empty((2, N_PT))
+        books = info[_BOOKS0:_BOOKS0 + N_BOOKS]
         books[:] = 0.0
-        ptb = info[_OPT:_OPT + _NPT]
+        ptb = info[_PT0:_PT0 + N_PT_LINES]
         ptb[:] = 0.0
-        a0 = min(max(A[b, 0], -1.0), 1.0)
+        a0 = min(max(A[b, ACT.STEER], -1.0), 1.0)
         if driver:
-            a1 = min(max(A[b, 1], 0.0), 1.0)
-            a2 = min(max(A[b, 2], 0.0), 1.0)
+            a1 = min(max(A[b, ACT.THROTTLE], 0.0), 1.0)
+            a2 = min(max(A[b, ACT.BRAKE], 0.0), 1.0)
         else:
-            a1 = min(max(A[b, 1], -1.0), 1.0)
+            a1 = min(max(A[b, ACT.DRIVE], -1.0), 1.0)
             a2 = 0.0
         ud = a0 * delta_max
         ua = a1 * a_drive if a1 >= 0 else a1 * a_brake
         scur, snxt = sbuf[0], sbuf[1]
-        for i in range(3):
+        for i in range(N_PT):
             scur[i] = PTS[b, i]
         # a row whose state is already non-finite steps from zeros for the bad entries, flagged
         nonfinite = False
         cur = buf[0]
-        for i in range(14):
+        for i in range(N_DYN4):
             v = X[b, i]
             if not math.isfinite(v):
                 nonfinite = True
                 v = 0.0
             cur[i] = v
         nxt = buf[1]
-        idx, s_prev = IDX[b], S[b]
+        idx, s_prev = IDX[b], SS[b]
         progress = distance = 0.0
         e = th = 0.0
         out = rolled = False
         for _ in range(n_sub):
             finite = True
             if driver:
-                for i in range(3):
+                for i in range(N_PT):
                     snxt[i] = scur[i]
                 drive_substep_row(cur, snxt, a0, a1, a2, 1.0, P, grade, passive, Q, maps, hdt, True, b, T, nxt, bk,
                                   pbk, W, pf, dw)
-                for i in range(3):
+                for i in range(N_PT):
                     if not math.isfinite(snxt[i]):
                         finite = False
             else:
                 substep_row(cur, ud, ua, P, grade, passive, hdt, True, b, T, nxt, bk, W, 0.0, 0.0, 0.0, False, 0.0,
                             0.0, dw)
-            for i in range(14):
+            for i in range(N_DYN4):
                 if not math.isfinite(nxt[i]):
                     finite = False
             nonfinite = nonfinite or not finite
             if finite:
-                dx, dy = nxt[0] - cur[0], nxt[1] - cur[1]
+                dx, dy = nxt[S.X] - cur[S.X], nxt[S.Y] - cur[S.Y]
                 cur, nxt = nxt, cur
                 scur, snxt = snxt, scur
             else:
                 dx = dy = 0.0
-            idx, s_new, e, th = _project(CXY, CH, b, idx, cur[0], cur[1], spacing)
+            idx, s_new, e, th = _project(CXY, CH, b, idx, cur[S.X], cur[S.Y], spacing)
             # progress: the projection's advance, capped by the distance driven
             d2 = dx * dx + dy * dy
             dist = math.sqrt(d2) if d2 > 0 else 0.0
@@ -472,67 +379,94 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
             distance += dist
             s_prev = s_new
             out = out or abs(e) > half_width
-            rolled = rolled or abs(cur[7]) > roll_limit
+            rolled = rolled or abs(cur[S.PHI]) > roll_limit
             if finite:
-                for k in range(_NB):
+                for k in range(N_BOOKS):
                     books[k] += bk[k]
                 if driver:
-                    for k in range(_NPT):
+                    for k in range(N_PT_LINES):
                         ptb[k] += pbk[k]
         success = s_prev >= length - goal_margin
         failed = out or rolled or nonfinite
         terminated = failed or success
         TT[b] += 1
         truncated = TT[b] >= episode_steps and not terminated
-        he = _wrap(cur[2] - th)
+        he = _wrap(cur[S.PSI] - th)
         vt = VT[b]
-        terms = info[:_NT]
-        terms[0] = min(progress, cap * vt)  # rewards.progress: paid up to the target speed's distance
-        terms[1] = -((cur[3] - vt) / vt) ** 2
-        terms[2] = -(e / half_width) ** 2
-        terms[3] = -(he ** 2)
-        terms[4] = -max(books[1], 0.0) / weight
-        terms[5] = -ptb[0] / weight if driver else 0.0
-        terms[6] = -books[3] / weight
-        terms[7] = -books[4] / weight
-        terms[8] = -(cur[10] ** 2 + cur[11] ** 2)
-        rate = (a0 - PREV[b, 0]) ** 2 + (a1 - PREV[b, 1]) ** 2
+        terms = info[_TERMS0:_TERMS0 + _NT]
+        terms[TERM.PROGRESS] = min(progress, cap * vt)  # paid up to the target speed's distance
+        terms[TERM.SPEED] = -((cur[S.VX] - vt) / vt) ** 2
+        terms[TERM.CROSS_TRACK] = -(e / half_width) ** 2
+        terms[TERM.HEADING] = -(he ** 2)
+        terms[TERM.ENERGY] = -max(books[BOOK.SUPPLIED], 0.0) / weight
+        terms[TERM.FUEL] = -ptb[PTB.FUEL] / weight if driver else 0.0
+        terms[TERM.TIRE_SLIP] = -books[BOOK.TIRE] / weight
+        terms[TERM.DAMPER] = -books[BOOK.DAMPER] / weight
+        terms[TERM.COMFORT] = -(cur[S.PHID] ** 2 + cur[S.THETAD] ** 2)
+        rate = (a0 - PREV[b, ACT.STEER]) ** 2 + (a1 - PREV[b, ACT.DRIVE]) ** 2
         if driver:
-            rate += (a2 - PREV[b, 2]) ** 2
-        terms[9] = -rate
-        terms[10] = -1.0 if failed else 0.0
+            rate += (a2 - PREV[b, ACT.BRAKE]) ** 2
+        terms[TERM.ACTION_RATE] = -rate
+        terms[TERM.TERMINATION] = -1.0 if failed else 0.0
         reward = 0.0
         for k in range(_NT):
             reward += weights[k] * terms[k]
-        # rewards are finite by construction: a non-finite state or reward ends the episode with
-        # the termination penalty alone
+        info[INFO.PROGRESS], info[INFO.DISTANCE], info[INFO.S] = progress, distance, s_prev
+        info[INFO.CROSS_TRACK] = e if math.isfinite(e) else (0.0 if e != e else (1.7976931348623157e308 if e > 0
+                                                                                else -1.7976931348623157e308))
+        info[INFO.HEADING_ERROR] = he
+        flags[FLAG.TERMINATED], flags[FLAG.TRUNCATED] = terminated, truncated
+        flags[FLAG.SUCCESS] = success and not failed
+        flags[FLAG.OUT_OF_CORRIDOR], flags[FLAG.ROLLOVER], flags[FLAG.NONFINITE] = out, rolled, nonfinite
         if nonfinite or not math.isfinite(reward):
-            for k in range(_NT):
-                terms[k] = 0.0
-            terms[10] = -1.0
-            reward = -weights[10]
-            nonfinite = terminated = failed = True
-            truncated = False
-            progress = 0.0
-            books[:] = 0.0
-            ptb[:] = 0.0
+            reward = guard_row(info, flags, C[SC.PENALTY])
         REW[b] = reward
-        o = _NT + _NB
-        info[o], info[o + 1], info[o + 2] = progress, distance, s_prev
-        info[o + 3] = e if math.isfinite(e) else (0.0 if e != e else (1.7976931348623157e308 if e > 0
-                                                                      else -1.7976931348623157e308))
-        info[o + 4] = he
-        flags[0], flags[1], flags[2] = terminated, truncated, success and not failed
-        flags[3], flags[4], flags[5] = out, rolled, nonfinite
-        for i in range(14):
+        for i in range(N_DYN4):
             X[b, i] = cur[i]
-        IDX[b], S[b] = idx, s_prev
-        PREV[b, 0], PREV[b, 1] = a0, a1
+        IDX[b], SS[b] = idx, s_prev
+        PREV[b, ACT.STEER], PREV[b, ACT.DRIVE] = a0, a1
         if driver:
-            PREV[b, 2] = a2
-        for i in range(3):
+            PREV[b, ACT.BRAKE] = a2
+        for i in range(N_PT):
             PTS[b, i] = scur[i]
-        _observe_row(b, cur, scur, P, grade, passive, T, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OBS[b])
+        _observe_row(b, cur, scur, P, grade, passive, T, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OUT[b])
+
+
+# --------------------------------------------------------------------------------- the non-finite guard
+@njit(cache=True, error_model="numpy", inline="always")
+def guard_row(info, flags, penalty):
+    """The one non-finite guard (TaskCore._finish's): a step whose state or reward is not finite
+    ends the episode with the termination penalty alone. Rewrites the row's packed ``info`` and
+    ``flags`` in place and returns its reward, ``-penalty``."""
+    for k in range(_NT):
+        info[INFO.TERMS + k] = 0.0
+    info[INFO.TERMS + TERM.TERMINATION] = -1.0
+    for k in range(N_BOOKS):
+        info[INFO.BOOKS + k] = 0.0
+    for k in range(N_PT_LINES):
+        info[INFO.PT_LINES + k] = 0.0
+    info[INFO.PROGRESS] = 0.0
+    flags[FLAG.TERMINATED], flags[FLAG.TRUNCATED], flags[FLAG.SUCCESS], flags[FLAG.NONFINITE] = True, False, False, True
+    return -penalty
+
+
+@njit(cache=True, error_model="numpy")
+def _guard_rows(rows, INFOS, FLAGS, penalty, REW):
+    for r in range(rows.shape[0]):
+        b = rows[r]
+        REW[b] = guard_row(INFOS[b], FLAGS[b], penalty)
+
+
+def guard_rows(rows: np.ndarray, info: np.ndarray, flags: np.ndarray, penalty: float, reward: np.ndarray) -> None:
+    """:func:`guard_row` on ``rows`` of a step's packed outputs, in place (the Numba engine's
+    reward terms that run after the kernel go through the same guard)."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    B = reward.shape[0]
+    _check_rows("guard_rows", rows, B)
+    _check_shape("guard_rows: info", info, (B, len(INFO_COLUMNS)))
+    _check_shape("guard_rows: flags", flags, (B, len(FLAG_COLUMNS)))
+    if rows.size:
+        _guard_rows(rows, info, flags, float(penalty), reward)
 
 
 _KERNELS = {name: serial_and_parallel(fn)
@@ -563,9 +497,10 @@ def _check_shape(name: str, a: np.ndarray, shape: tuple) -> None:
 
 # The entries below are the only way into the task kernels, and each checks every array it
 # hands them (the kernels run without bounds checks, so a wrong shape would read past an array).
-def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: np.ndarray) -> None:
+def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: np.ndarray, params=None) -> None:
     """New episodes on ``rows`` (int64) of ``st`` from streams ``keys`` / ``episodes``, in place.
-    ``k`` is the packed task (:class:`dyn4_gym.engine.task.NumbaTask`)."""
+    ``params (len(rows), N_PARAMS)``: the rows' new packed parameters (domain randomisation);
+    None keeps ``st.P``'s. ``k`` is the packed task (:class:`dyn4_gym.envs.numba_setup.NumbaTask`)."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     _check_rows("reset_rows", rows, st.batch_size)
     keys, episodes = np.asarray(keys), np.asarray(episodes)
@@ -573,8 +508,9 @@ def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: 
     _check_shape("reset_rows: episodes", episodes, rows.shape)
     if rows.size == 0:
         return
-    if k.core.ranges:  # domain randomisation: the rows' own parameters, drawn from their streams
-        st.P[rows] = k.row_params(keys, episodes)
+    if params is not None:
+        _check_shape("reset_rows: params", params, (rows.size, st.P.shape[1]))
+        st.P[rows] = params
     _kernel("reset", rows.size)(rows, np.ascontiguousarray(keys, dtype=np.int64),
                                 np.ascontiguousarray(episodes, dtype=np.int64), st.P, k.reset_course, k.line_xy,
                                 k.line_heading, k.reset_ground,

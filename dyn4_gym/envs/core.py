@@ -24,7 +24,10 @@ from ..plant import DYN4, HUMVEE, dyn4_params, dyn4_rest, dyn4_step
 from ..plant.drive import drive_step
 from ..plant.powertrain import HUMVEE_POWERTRAIN, POWERTRAIN_LINES, PT, powertrain_at
 from ..plant.corners import forces_at
-from ..plant.energy import BOOK_LINES
+from ..model.books import BOOK_LINES
+from ..model.constants import OBS_CLIP
+from ..model.task import (OBS_INDEX, OBS_NAMES, OBS_NAMES_DRIVER, OBS_TABLE, OBS_TABLE_DRIVER,  # noqa: F401 (re-exported)
+                          obs_scale)
 from .._checks import ConfigError
 from .config import EnvConfig
 from .vehicle import vehicle_range_box
@@ -33,36 +36,9 @@ from .rewards import StepContext, evaluate_term, resolve_terms
 
 __all__ = ["TaskState", "TaskCore", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_INDEX", "BOOK_LINES", "obs_scale"]
 
-# (name, unit, scale): observation entry = value / scale, then clipped to [-10, 10]. The one place
-# the observation's order and scales are written (docs/env.md, "Observation"); a scale given as a
-# name is read from the env's parameters or config.
-OBS_TABLE = (
-    ("vx", "m/s", 10.0), ("vy", "m/s", 2.0), ("yaw_rate", "rad/s", 1.0),
-    ("roll", "rad", 0.1), ("pitch", "rad", 0.05), ("roll_rate", "rad/s", 0.5), ("pitch_rate", "rad/s", 0.5),
-    ("steer", "rad", "delta_max"), ("drive", "m/s^2", 5.0),
-    ("load_FL", "-", 1.0), ("load_FR", "-", 1.0), ("load_RL", "-", 1.0), ("load_RR", "-", 1.0),
-    ("mu_FL", "-", 1.0), ("mu_FR", "-", 1.0), ("mu_RL", "-", 1.0), ("mu_RR", "-", 1.0),
-    ("cross_track", "m", "half_width"), ("heading_error", "rad", 0.5), ("target_speed", "m/s", 10.0),
-) + tuple((f"preview{k}_{c}", "m", 20.0) for k in range(5) for c in ("x", "y"))
-# the driver variant also observes the powertrain (its state is part of the Markov state)
-OBS_TABLE_DRIVER = OBS_TABLE + (("engine_speed", "rpm", 1000.0), ("gear", "-", 1.0))
-OBS_NAMES = tuple(o[0] for o in OBS_TABLE)
-OBS_NAMES_DRIVER = tuple(o[0] for o in OBS_TABLE_DRIVER)
-OBS_INDEX = {name: i for i, name in enumerate(OBS_NAMES_DRIVER)}
-OBS_CLIP = 10.0
 # plant state entries observed directly, in OBS_TABLE's order
 _OBS_STATE = (("vx", DYN4.VX), ("vy", DYN4.VY), ("yaw_rate", DYN4.R), ("roll", DYN4.PHI), ("pitch", DYN4.THETA),
               ("roll_rate", DYN4.PHID), ("pitch_rate", DYN4.THETAD), ("steer", DYN4.DELTA), ("drive", DYN4.A))
-
-
-def obs_scale(name: str, delta_max: float | None = None, half_width: float | None = None) -> float:
-    """The scale of observation entry ``name`` (numeric, or the named parameter given here)."""
-    sc = OBS_TABLE_DRIVER[OBS_INDEX[name]][2]
-    if sc == "delta_max":
-        return float(delta_max)
-    if sc == "half_width":
-        return float(half_width)
-    return float(sc)
 
 
 @dataclass(frozen=True, eq=False)

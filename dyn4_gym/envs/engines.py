@@ -19,6 +19,10 @@ import warnings
 import numpy as np
 import torch
 
+from ..model.books import BOOK_LINES, POWERTRAIN_LINES
+from ..model.packed import PK, TERRAIN_FIELDS
+from ..model.state import DYN4
+from ..model.task import FLAG, INFO, TERM_ORDER
 from .core import TaskCore, TaskState
 from .inputs import to_numpy_info
 from .rewards import StepContext, evaluate_term
@@ -125,20 +129,19 @@ class NumbaEngine:
 
     def __init__(self, core: TaskCore):
         from ..engine import numba_task as nt  # numba is imported here, never at package import
+        from .numba_setup import NumbaTask
 
         self.core, self._nt = core, nt
-        self.task = nt.NumbaTask(core)
-        # names repeat between the terms and the books ("damper"): one map each
-        self._nb = len(nt.TERM_ORDER)
-        self._terms = {n: j for j, n in enumerate(nt.TERM_ORDER)}
-        self._books = {n: self._nb + j for j, n in enumerate(nt.BOOK_ORDER)}
-        if core.driver:  # the powertrain's lines, after the plant's (their columns are named "pt_<line>")
-            self._books.update({n: nt.INFO_COLUMNS.index("pt_" + n) for n in nt.POWERTRAIN_LINES})
-        self._cols = {n: j for j, n in enumerate(nt.INFO_COLUMNS) if j >= self._nb + len(nt.BOOK_ORDER)}
+        self.task = NumbaTask(core)
+        # the packed info's columns by name (model.task.INFO; names repeat between the terms and
+        # the books, "damper": one map each)
+        self._terms = {n: INFO.TERMS + j for j, n in enumerate(TERM_ORDER)}
+        self._books = {n: INFO.BOOKS + j for j, n in enumerate(BOOK_LINES)}
+        if core.driver:  # the powertrain's lines, after the plant's
+            self._books.update({n: INFO.PT_LINES + j for j, n in enumerate(POWERTRAIN_LINES)})
         # info_row's lookups, in the info dict's order (a custom term's column is unused: it comes from torch)
         self._row_terms = [(n, self._terms.get(n, -1)) for n in core.terms]
         self._row_books = list(self._books.items())
-        self._row_scalars = tuple(self._cols[n] for n in ("progress_info", "distance", "s", "cross_track_info"))
 
     def __getstate__(self):
         return {"core": self.core}  # the kernels are the module's; rebuilt on load
@@ -148,13 +151,13 @@ class NumbaEngine:
 
     def new_state(self, keys: np.ndarray, episodes: np.ndarray):
         st = self.task.empty_state(len(keys))
-        self._nt.reset_rows(self.task, st, np.arange(len(keys)), np.asarray(keys), np.asarray(episodes))
+        self.task.reset(st, np.arange(len(keys)), keys, episodes)
         return st
 
     def reset_rows(self, state, mask: np.ndarray, keys: np.ndarray, episodes: np.ndarray):
         rows = np.flatnonzero(mask)
         state.key[:], state.episode[:] = keys, episodes
-        self._nt.reset_rows(self.task, state, rows, np.asarray(keys)[rows], np.asarray(episodes)[rows])
+        self.task.reset(state, rows, np.asarray(keys)[rows], np.asarray(episodes)[rows])
         return state
 
     def observe(self, state, rows: np.ndarray | None = None) -> np.ndarray:
@@ -191,51 +194,46 @@ class NumbaEngine:
         v, f = info[row].tolist(), flags[row].tolist()
         terms = {n: v[j] for n, j in self._row_terms} if not extra else {
             n: float(extra[n][row]) if n in extra else v[j] for n, j in self._row_terms}
-        p, d, s, e = self._row_scalars
-        return dict(reward_terms=terms, books={n: v[j] for n, j in self._row_books}, success=f[2],
-                    out_of_corridor=f[3], rollover=f[4], nonfinite=f[5], progress=v[p], distance=v[d], s=v[s],
-                    cross_track=v[e])
+        return dict(reward_terms=terms, books={n: v[j] for n, j in self._row_books}, success=f[FLAG.SUCCESS],
+                    out_of_corridor=f[FLAG.OUT_OF_CORRIDOR], rollover=f[FLAG.ROLLOVER], nonfinite=f[FLAG.NONFINITE],
+                    progress=v[INFO.PROGRESS], distance=v[INFO.DISTANCE], s=v[INFO.S],
+                    cross_track=v[INFO.CROSS_TRACK])
 
     def _unpack(self, col, flag, extra: dict) -> dict:
-        c, bc = self._cols, self._books
         terms = {n: extra[n] if n in extra else col(self._terms[n]) for n in self.core.terms}
-        return dict(reward_terms=terms, books={n: col(j) for n, j in bc.items()}, success=flag(2),
-                    out_of_corridor=flag(3), rollover=flag(4), nonfinite=flag(5), progress=col(c["progress_info"]),
-                    distance=col(c["distance"]), s=col(c["s"]), cross_track=col(c["cross_track_info"]))
+        return dict(reward_terms=terms, books={n: col(j) for n, j in self._books.items()}, success=flag(FLAG.SUCCESS),
+                    out_of_corridor=flag(FLAG.OUT_OF_CORRIDOR), rollover=flag(FLAG.ROLLOVER),
+                    nonfinite=flag(FLAG.NONFINITE), progress=col(INFO.PROGRESS), distance=col(INFO.DISTANCE),
+                    s=col(INFO.S), cross_track=col(INFO.CROSS_TRACK))
 
     def _custom_terms(self, st, prev, info, flags, reward, active) -> dict:
         """The non-built-in terms, in torch on the step's context; updates ``reward`` / ``info`` /
         ``flags`` in place with the non-finite guard, as TaskCore.step does."""
-        nt, c, core = self._nt, self._cols, self.core
+        core = self.core
         t = torch.from_numpy
         books = {n: t(info[:, j]) for n, j in self._books.items()}
-        failed = flags[:, 3] | flags[:, 4] | flags[:, 5]
-        ctx = StepContext(progress=t(info[:, c["progress_info"]]), speed=t(st.x[:, 3]), target_speed=t(st.target_speed),
-                          cross_track=t(info[:, c["cross_track_info"]]), half_width=core.cfg.course.half_width,
-                          heading_error=t(info[:, c["heading_error"]]), books=books,
-                          weight=t(st.P[:, 0] * st.P[:, 3]),  # each row's m g
-                          action=t(st.prev_action), prev_action=t(prev), roll_rate=t(st.x[:, 10]),
-                          pitch_rate=t(st.x[:, 11]), failed=t(failed), success=t(flags[:, 2]),
+        failed = flags[:, FLAG.OUT_OF_CORRIDOR] | flags[:, FLAG.ROLLOVER] | flags[:, FLAG.NONFINITE]
+        x = st.x
+        ctx = StepContext(progress=t(info[:, INFO.PROGRESS]), speed=t(x[:, DYN4.VX]), target_speed=t(st.target_speed),
+                          cross_track=t(info[:, INFO.CROSS_TRACK]), half_width=core.cfg.course.half_width,
+                          heading_error=t(info[:, INFO.HEADING_ERROR]), books=books,
+                          weight=t(st.P[:, PK.M] * st.P[:, PK.G]),  # each row's m g
+                          action=t(st.prev_action), prev_action=t(prev), roll_rate=t(x[:, DYN4.PHID]),
+                          pitch_rate=t(x[:, DYN4.THETAD]), failed=t(failed), success=t(flags[:, FLAG.SUCCESS]),
                           progress_cap=core.progress_cap(t(st.target_speed)))
         B = st.batch_size
         with torch.no_grad():
             extra = {n: _np(evaluate_term(n, term, ctx, B, torch.float64)) for n, term in self.task.custom.items()}
-        was_bad = flags[:, 5] | ~active
+        was_bad = flags[:, FLAG.NONFINITE] | ~active
         total = reward + sum(core.weights[n] * v for n, v in extra.items())
         bad = ~was_bad & ~np.isfinite(total)
         reward[:] = np.where(was_bad, reward, total)
         for n in extra:
             extra[n] = np.where(was_bad | bad, 0.0, extra[n])
-        if bad.any():
-            info[bad, :self._nb] = 0.0
-            info[bad, self._nb - 1] = -1.0  # termination
-            info[bad, self._nb:self._nb + len(nt.BOOK_ORDER)] = 0.0
-            info[bad, nt.INFO_COLUMNS.index("pt_" + nt.POWERTRAIN_LINES[0]):] = 0.0
-            info[bad, c["progress_info"]] = 0.0
-            reward[bad] = -core.weights["termination"]
-            flags[bad, 0], flags[bad, 1], flags[bad, 2], flags[bad, 5] = True, False, False, True
-            if "termination" in extra:
-                extra["termination"] = np.where(bad, -1.0, extra["termination"])
+        # the kernel's own non-finite guard on the rows the users' terms made non-finite
+        self._nt.guard_rows(np.flatnonzero(bad), info, flags, core.weights["termination"], reward)
+        if "termination" in extra:
+            extra["termination"] = np.where(bad, -1.0, extra["termination"])
         return extra
 
     @staticmethod
@@ -248,7 +246,7 @@ class NumbaEngine:
         from ..ground.terrain import Terrain
 
         t = torch.from_numpy
-        terrain = Terrain(**{n: t(a) for n, a in zip(self._nt.TERRAIN_FIELDS, state.terrain)},
+        terrain = Terrain(**{n: t(a) for n, a in zip(TERRAIN_FIELDS, state.terrain)},
                           patch_edge=state.terrain[-1])
         return TaskState(x=t(state.x), terrain=terrain, course_xy=t(state.course_xy),
                          course_heading=t(state.course_heading), idx=t(state.idx), s=t(state.s), t=t(state.t),

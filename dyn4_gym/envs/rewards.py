@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 
 from .._checks import ConfigError, check_range
+from ..model.task import DEFAULT_WEIGHTS as MODEL_WEIGHTS, REWARD_TERM_TABLE
 
 MAX_WEIGHT = 1e4  # a weight's bound: keeps every weighted term of a finite step finite
 
@@ -108,38 +109,16 @@ def termination(c: StepContext) -> torch.Tensor:
     return -c.failed.to(c.progress.dtype)
 
 
-# module-level functions, so envs (and their terms) pickle for subprocess vector envs
-_BUILTIN = [
-    RewardTerm("progress", progress, "[m] distance along the course, integrated over the substeps, at most "
-               "progress_cap x target_speed x control_dt"),
-    RewardTerm("speed", speed, "-((vx - v_target) / v_target)^2"),
-    RewardTerm("cross_track", cross_track, "-(cross-track / half-width)^2"),
-    RewardTerm("heading", heading, "-(heading error [rad])^2"),
-    RewardTerm("energy", energy, "-(positive drive work) / (m g) [m]"),
-    RewardTerm("fuel", fuel, "-(fuel energy burned) / (m g) [m] (action='driver'; 0 otherwise)"),
-    RewardTerm("tire_slip", tire_slip, "-(tire slip dissipation) / (m g) [m]"),
-    RewardTerm("damper", damper, "-(damper dissipation) / (m g) [m]"),
-    RewardTerm("comfort", comfort, "-(roll rate^2 + pitch rate^2) [rad^2/s^2]"),
-    RewardTerm("action_rate", action_rate, "-|a - a_prev|^2"),
-    RewardTerm("termination", termination, "-1 when the episode fails"),
-]
-REWARD_TERMS: dict[str, RewardTerm] = {t.name: t for t in _BUILTIN}
+# module-level functions, so envs (and their terms) pickle for subprocess vector envs; their
+# names, order, docs and default weights are the model layer's (model/task.py)
+_FUNCTIONS = {"progress": progress, "speed": speed, "cross_track": cross_track, "heading": heading, "energy": energy,
+              "fuel": fuel, "tire_slip": tire_slip, "damper": damper, "comfort": comfort, "action_rate": action_rate,
+              "termination": termination}
+REWARD_TERMS: dict[str, RewardTerm] = {name: RewardTerm(name, _FUNCTIONS[name], doc)
+                                       for name, _, doc in REWARD_TERM_TABLE}
 # the built-ins as shipped (the numba engine computes these in its kernel; see engine/numba_task.py)
 REWARD_TERMS_BUILTIN: dict[str, RewardTerm] = dict(REWARD_TERMS)
-
-DEFAULT_WEIGHTS = {
-    "progress": 1.0,
-    "speed": 0.2,
-    "cross_track": 0.2,
-    "heading": 0.1,
-    "energy": 2.0,
-    "fuel": 0.0,
-    "tire_slip": 2.0,
-    "damper": 1.0,
-    "comfort": 0.01,
-    "action_rate": 0.05,
-    "termination": 20.0,
-}
+DEFAULT_WEIGHTS = dict(MODEL_WEIGHTS)
 
 
 def evaluate_term(name: str, term, ctx: StepContext, B: int, dtype: torch.dtype) -> torch.Tensor:

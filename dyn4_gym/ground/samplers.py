@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-DEFAULT_MU = 0.8  # Chrono HMMWV_TMeasyTire.json: mu 0.8 on dry road
+from ..model.constants import DEFAULT_MU
+
 
 __all__ = ["DEFAULT_MU", "Ground", "Flat", "MuSplit", "MuPatch", "Bump", "Hills", "Ramp", "Grid", "Compose",
            "bump_height", "patch_cover"]

@@ -24,13 +24,15 @@ Built-in kinds:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable
 
 import numpy as np
 import torch
 
 from .._checks import ConfigError, check_int_range, check_range
+from ..model.constants import PATCH_EDGE
+from ..model.packed import TERRAIN_FIELDS
 from .samplers import Flat, Grid, Ground, bump_height, patch_cover
 
 __all__ = ["Terrain", "DrawContext", "TerrainKind", "TERRAIN_KINDS", "register_terrain", "RoughConfig", "GridConfig",
@@ -54,7 +56,7 @@ class Terrain(Ground):
     bump_y: torch.Tensor  # (B, Q)
     bump_h: torch.Tensor  # (B, Q) [m]
     bump_r: torch.Tensor  # (B, Q) [m]
-    patch_edge: float = 0.5  # [m] width of a patch's tanh edge
+    patch_edge: float = PATCH_EDGE  # [m] width of a patch's tanh edge
 
     @staticmethod
     def _b(t: torch.Tensor, xy: torch.Tensor) -> torch.Tensor:
@@ -76,6 +78,10 @@ class Terrain(Ground):
                                 self._b(self.patch_r[:, j], xy), self.patch_edge)
             mu = mu + cover * (self._b(self.patch_mu[:, j], xy) - mu)
         return mu
+
+
+# the kernels take the rough kind's fields in the model layer's order (model/packed.py)
+assert tuple(f.name for f in fields(Terrain) if f.name != "patch_edge") == TERRAIN_FIELDS
 
 
 @dataclass(frozen=True)

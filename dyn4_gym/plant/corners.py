@@ -26,14 +26,13 @@ from typing import NamedTuple
 import torch
 
 from .._math import softplus_floor
+from ..model.constants import FLOOR_SHARE, SLOPE_STEP
 from .params import Dyn4Params
 from .tire import driven_forces, lateral_peak, load_sensitive_mu, longitudinal_forces
 
 __all__ = ["FLOOR_SHARE", "SLOPE_STEP", "Forces", "GroundUnder", "ackermann", "corner_dot", "corner_sum",
            "forces_at", "ground_rate", "ground_under", "grade_force", "needs_slopes", "wheel_points"]
 
-FLOOR_SHARE = 0.01  # load floor scale, share of the static load
-SLOPE_STEP = 1e-3  # central-difference step of the ground's slope, share of the wheelbase
 
 
 def _u(t: torch.Tensor) -> torch.Tensor:

@@ -166,18 +166,21 @@ def _advance(x, f: Forces, p: Dyn4Params, g: Ground, hdt: float, braking, books:
     fx_b = (f.Fx * pl.cosd - pl.Fy * pl.sind).sum(-1)
     fy_b = (f.Fx * pl.sind + pl.Fy * pl.cosd).sum(-1)
     q1, qd1 = _vertical(q, qd, fx_b, fy_b, f, p, hdt)
-    psi = x[..., DYN4.PSI]
-    psi_m = psi + 0.5 * hdt * pl.r
-    cm, sm = torch.cos(psi_m), torch.sin(psi_m)
-    X1 = x[..., DYN4.X] + hdt * (pl.vx * cm - pl.vy * sm)
-    Y1 = x[..., DYN4.Y] + hdt * (pl.vx * sm + pl.vy * cm)
-    psi1 = psi + hdt * pl.r
+    X1, Y1, psi1 = pose_step(x, pl.vx, pl.vy, pl.r, hdt)
     x1 = torch.cat((torch.stack((X1, Y1, psi1, pl.vx, pl.vy, pl.r), -1), q1, qd1,
                     torch.stack((f.delta, f.a), -1)), -1)
     if not books:
         return x1
     bk = step_books(x, x1, f, pl, f_grade, p, g, hdt, f_ext=port)
     return (x1, bk, pl) if keep_planar else (x1, bk)
+
+
+def pose_step(x: torch.Tensor, vx1, vy1, r1, hdt: float) -> tuple:
+    """Stage 7: the new pose ``(X, Y, psi)`` from the new twist, the yaw at the step's midpoint."""
+    psi = x[..., DYN4.PSI]
+    psi_m = psi + 0.5 * hdt * r1
+    cm, sm = torch.cos(psi_m), torch.sin(psi_m)
+    return x[..., DYN4.X] + hdt * (vx1 * cm - vy1 * sm), x[..., DYN4.Y] + hdt * (vx1 * sm + vy1 * cm), psi + hdt * r1
 
 
 def _solve_sym3(A: tuple, b: tuple) -> torch.Tensor:

@@ -38,6 +38,7 @@ from typing import NamedTuple
 import torch
 
 from .._math import tanhc
+from ..model.books import BOOK_LINES
 from .corners import Forces, corner_dot, corner_sum, forces_at, grade_force, wheel_points
 from .params import Dyn4Params
 from .planar import Planar, twist_dot, wheel_frames
@@ -76,7 +77,8 @@ class Books:
                 + self.ground.abs() + self.limiter.abs())
 
 
-BOOK_LINES = tuple(f.name for f in fields(Books))
+# the lines' order lives in the model layer (both engines write them by it)
+assert tuple(f.name for f in fields(Books)) == BOOK_LINES
 
 
 def sum_books(books) -> Books:

@@ -31,6 +31,7 @@ import torch
 
 from typing import NamedTuple
 
+from ..model.constants import N_SECANT
 from .tire import lateral_secant
 
 __all__ = ["N_SECANT", "Planar", "check_step_args", "lag", "clamp_inputs", "planar_step", "twist_dot", "wheel_frames"]
@@ -38,7 +39,6 @@ __all__ = ["N_SECANT", "Planar", "check_step_args", "lag", "clamp_inputs", "plan
 # Secant updates after the first solve. The fixed-point iteration contracts by about 0.35 per
 # update; measured over 2000 random states (a third past the peak), 3 updates leave vy within
 # 5e-4 m/s (worst) and 7e-5 m/s (99th percentile) of the converged backward-Euler step.
-N_SECANT = 3
 
 
 def check_step_args(x: torch.Tensor, u: torch.Tensor, n_state: int, hdt: float) -> None:

@@ -36,24 +36,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, fields
-from enum import IntEnum
 
 import torch
 
 from .._checks import ConfigError
+from ..model.books import POWERTRAIN_LINES
+from ..model.constants import RPM
+from ..model.state import PT
 
 __all__ = ["PT", "PowertrainParams", "HUMVEE_POWERTRAIN", "PowertrainBooks", "PowertrainForces", "interp",
            "powertrain_rest", "powertrain_at", "select_gear", "POWERTRAIN_LINES", "powertrain_forces", "crank_update", "powertrain_books", "gear_ratio"]
 
-RPM = 30.0 / math.pi  # rad/s -> rpm
-
-
-class PT(IntEnum):
-    """Indices into the powertrain state ``(..., 3)``."""
-
-    OMEGA_E = 0  # [rad/s] crank speed
-    GEAR = 1  # -1 reverse, 1..n forward
-    T_SHIFT = 2  # [s] since the last shift
 
 
 def _points(name, pts):
@@ -320,7 +313,8 @@ class PowertrainBooks:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-POWERTRAIN_LINES = tuple(f.name for f in fields(PowertrainBooks))
+# the lines' order lives in the model layer (both engines write them by it)
+assert tuple(f.name for f in fields(PowertrainBooks)) == POWERTRAIN_LINES
 
 
 def powertrain_books(s: torch.Tensor, s1: torch.Tensor, pf: PowertrainForces, work, pt: PowertrainParams,

@@ -1,4 +1,5 @@
-"""Named indices into the plants' flat state vectors (the seeds' order).
+"""Named indices into the plants' flat state vectors (the seeds' order; their home is
+:mod:`dyn4_gym.model.state`).
 
 Single track (8): ``X, Y, psi, vx, vy, r, delta, a``.
 Four wheels (14): ``X, Y, psi, vx, vy, r, z, phi, theta, zd, phid, thetad, delta, a``.
@@ -13,42 +14,9 @@ the virtual centre front wheel; ``a`` [m/s^2] lagged longitudinal command (+ dri
 
 from __future__ import annotations
 
-from enum import IntEnum
+from ..model.state import BIKE, BIKE_NAMES, DYN4, DYN4_NAMES, WHEELS
 
 __all__ = ["BIKE", "DYN4", "BIKE_NAMES", "DYN4_NAMES", "WHEELS", "dyn4_state"]
-
-
-class BIKE(IntEnum):
-    X = 0
-    Y = 1
-    PSI = 2
-    VX = 3
-    VY = 4
-    R = 5
-    DELTA = 6
-    A = 7
-
-
-class DYN4(IntEnum):
-    X = 0
-    Y = 1
-    PSI = 2
-    VX = 3
-    VY = 4
-    R = 5
-    Z = 6
-    PHI = 7
-    THETA = 8
-    ZD = 9
-    PHID = 10
-    THETAD = 11
-    DELTA = 12
-    A = 13
-
-
-BIKE_NAMES = tuple(i.name.lower() for i in BIKE)
-DYN4_NAMES = tuple(i.name.lower() for i in DYN4)
-WHEELS = ("FL", "FR", "RL", "RR")
 
 
 def dyn4_state(dtype=None, device=None, **named):

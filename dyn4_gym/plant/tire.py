@@ -35,11 +35,11 @@ from __future__ import annotations
 import torch
 
 from .._math import atanc, ellipse_factor, sinc_unnormalised, softcap, softplus_floor
+from ..model.constants import A_BLEND, MU_FLOOR, MU_FLOOR_SCALE
 
 __all__ = ["A_BLEND", "pacejka", "lateral_secant", "load_sensitive_mu", "longitudinal_forces", "driven_requests",
            "driven_forces"]
 
-A_BLEND = 0.05  # [m/s^2] the drive and brake shares blend over |a| < A_BLEND
 
 
 def pacejka(alpha: torch.Tensor, B, C, E) -> torch.Tensor:
@@ -68,7 +68,8 @@ def lateral_secant(w, u, D, B, C, E, v_lat) -> torch.Tensor:
 def load_sensitive_mu(mu_ground, Fz, Fz0, eps) -> torch.Tensor:
     """``mu_ground (1 - eps (Fz - Fz0) / Fz0)``, floored smoothly at ``0.2 mu_ground``."""
     factor = 1.0 - eps * (Fz - Fz0) / Fz0
-    return mu_ground * (0.2 + softplus_floor(factor - 0.2, torch.as_tensor(0.02, dtype=Fz.dtype, device=Fz.device)))
+    return mu_ground * (MU_FLOOR + softplus_floor(factor - MU_FLOOR, torch.as_tensor(MU_FLOOR_SCALE, dtype=Fz.dtype,
+                                                                                  device=Fz.device)))
 
 
 def longitudinal_forces(a, vx, Fz, mu, p):

@@ -1,0 +1,116 @@
+"""The Numba engine's set-up: a :class:`TaskCore`'s task packed for the kernels
+(dyn4_gym.engine.numba_task), by the model layer's layouts (dyn4_gym.model.packed).
+
+This is the env side of the engine: it reads the env's config, reward terms and powertrain, so
+the kernels import only the model, the plant and the ground (docs/engines.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .. import _rng
+from .._tree import tree_map
+from ..engine.numba_plant import pack_params
+from ..engine.numba_powertrain import pack_powertrain
+from ..engine import numba_task
+from ..engine.numba_task import NumbaState
+from ..ground.terrain import RoughConfig
+from ..model.constants import PATCH_EDGE
+from ..model.packed import COURSE_CONSTS, GROUND_CONSTS, STEP_CONSTS
+from ..model.state import N_DYN4, N_PT
+from ..model.task import TERM_ORDER, obs_scale
+from ..plant.powertrain import powertrain_at
+from .course import centre_line_course
+from .rewards import REWARD_TERMS_BUILTIN
+
+__all__ = ["NumbaTask"]
+
+
+def _packed(names: tuple, **values) -> np.ndarray:
+    """A float64 vector of ``values`` in the layout ``names`` (every name exactly once)."""
+    if set(values) != set(names):
+        raise KeyError(f"packed constants: expected {names}, got {tuple(values)}")
+    return np.array([float(values[n]) for n in names], dtype=np.float64)
+
+
+class NumbaTask:
+    """A :class:`TaskCore`'s task packed for the kernels: parameters, config constants, weights.
+
+    Raises ``ValueError`` for what the kernels do not model (a ground kind other than
+    ``"rough"``, batched parameters).
+    """
+
+    def __init__(self, core):
+        cfg = core.cfg
+        g = cfg.ground
+        if type(g) is not RoughConfig:
+            raise ValueError(f"the numba engine models the 'rough' ground kind, not {g.kind!r}")
+        self.core = core
+        self.P, self.grade, self.passive = pack_params(core.p)
+        self.driver, self.n_action, self.n_obs = core.driver, core.n_action, len(core.obs_names)
+        self.Q, self.maps = pack_powertrain(core.pt)
+        c = cfg.course
+        self.hdt, self.n_sub, self.spacing = float(cfg.hdt), int(cfg.substeps), float(c.spacing)
+        self.n_points = int(round(c.length / c.spacing)) + 1
+        self.shape = dict(n_hills=g.n_hills, n_patches=g.n_patches, n_bumps=g.n_bumps)
+        self.patch_edge = PATCH_EDGE
+        cap = math.inf if cfg.progress_cap is None else cfg.progress_cap * cfg.control_dt
+        self.step_consts = _packed(STEP_CONSTS, spacing=c.spacing, half_width=c.half_width, goal_margin=c.goal_margin,
+                                   roll_limit=cfg.roll_limit, episode_steps=cfg.episode_steps, cap=cap,
+                                   penalty=core.weights["termination"])
+        i0, frac, s0 = core.start_index()  # the start pose (TaskCore.new_state)
+        self.reset_course = _packed(COURSE_CONSTS, spacing=c.spacing, lat_accel=c.lat_accel,
+                                    wavelength_min=c.wavelength_min, wavelength_max=c.wavelength_max,
+                                    lead_in=c.lead_in, half_width=c.half_width, n_waves=c.n_waves, i0=i0, frac=frac,
+                                    s0=s0, start_offset=cfg.start_offset, start_heading=cfg.start_heading,
+                                    given_line=c.centre_line is not None)
+        # a given centre line, resampled as the torch engine does (course.centre_line_course)
+        if c.centre_line is not None:
+            self.line_xy, self.line_heading = (np.ascontiguousarray(a) for a in centre_line_course(c.centre_line,
+                                                                                                   c.spacing))
+        else:
+            self.line_xy, self.line_heading = np.zeros((0, 2)), np.zeros(0)
+        self.reset_ground = _packed(GROUND_CONSTS, **{n: getattr(g, n) for n in GROUND_CONSTS})
+        self.vt = float(cfg.target_speed)
+        self.v0 = float(cfg.target_speed if cfg.start_speed is None else cfg.start_speed)
+        self.ahead = np.asarray(c.preview, dtype=np.float64)
+        self.scales = np.array([obs_scale(n, float(core.p.delta_max), c.half_width) for n in core.obs_names])
+        # every row starts at the same speed, so in the same powertrain state
+        self.pt0 = powertrain_at(core.pt, torch.tensor(self.v0, dtype=torch.float64)).numpy()
+        # the kernel's built-in terms, weighted; a name the user re-registered is evaluated in
+        # torch after the kernel (with the other custom terms), so its built-in weight here is 0
+        self.weights = np.array([core.weights[n] if core.terms.get(n) is REWARD_TERMS_BUILTIN[n] else 0.0
+                                 for n in TERM_ORDER])
+        self.custom = {n: t for n, t in core.terms.items() if REWARD_TERMS_BUILTIN.get(n) is not t}
+
+    def empty_state(self, B: int) -> NumbaState:
+        z = np.zeros
+        sh = self.shape
+        terrain = tuple(z((B, sh[k])) for k in ("n_hills",) * 4) + (z(B),) + tuple(
+            z((B, sh["n_patches"])) for _ in range(4)) + tuple(z((B, sh["n_bumps"])) for _ in range(4))
+        return NumbaState(x=z((B, N_DYN4)), terrain=terrain + (self.patch_edge,), course_xy=z((B, self.n_points, 2)),
+                          course_heading=z((B, self.n_points)), idx=z(B, dtype=np.int64), s=z(B),
+                          t=z(B, dtype=np.int64), prev_action=z((B, self.n_action)), target_speed=z(B),
+                          key=z(B, dtype=np.int64), episode=z(B, dtype=np.int64), pt=z((B, N_PT)),
+                          P=np.tile(self.P, (B, 1)))
+
+    def reset(self, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: np.ndarray) -> None:
+        """New episodes on ``rows`` of ``st``, in place: the one way the Numba engine resets (its
+        first reset, a vector env's autoreset, a masked reset). With ``vehicle_ranges`` each row's
+        vehicle is drawn from its stream first (TaskCore.reset_rows's order)."""
+        keys, episodes = np.asarray(keys), np.asarray(episodes)
+        params = self.row_params(keys, episodes) if self.core.ranges and len(keys) else None
+        numba_task.reset_rows(self, st, rows, keys, episodes, params)
+
+    def row_params(self, keys: np.ndarray, episodes: np.ndarray) -> np.ndarray:
+        """``(n, len(P))``: the packed parameters of rows reset with these streams, drawn as
+        ``TaskCore.row_params`` draws them (float64 uniforms, the stream's last draws)."""
+        n_course, n_ground, n_vehicle = self.core.uniform_counts()
+        u = _rng.uniform(torch.as_tensor(keys), torch.as_tensor(episodes), n_course + n_ground + n_vehicle,
+                         dtype=torch.float64)
+        p = self.core.row_params(u[:, n_course + n_ground:])
+        return np.stack([pack_params(tree_map(lambda t, i=i: t[i], p))[0] for i in range(len(keys))])

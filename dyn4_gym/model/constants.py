@@ -1,0 +1,32 @@
+"""The numbers both engines share, each with its reason (docs/plant.md, docs/env.md).
+
+The torch plant, the task core and the Numba kernels import these; none of them writes the
+number again.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["A_BLEND", "DEFAULT_MU", "ELLIPSE_EPS", "FLOOR_SHARE", "MU_FLOOR", "MU_FLOOR_SCALE", "N_SECANT", "OBS_CLIP",
+           "PATCH_EDGE", "RPM", "SLOPE_STEP", "SOFTCAP_WIDTH", "SOFTPLUS_LINEAR", "SOFTPLUS_MIN"]
+
+# ---- tire and corners (plant/tire.py, plant/corners.py)
+A_BLEND = 0.05  # [m/s^2] the drive (by drive share) and brake (by load) shares blend over |a| < A_BLEND
+ELLIPSE_EPS = 0.02  # the friction ellipse's smoothing: sqrt(1 - r^2) rounded over the last ~eps^2 of r^2
+SOFTCAP_WIDTH = 0.1  # the longitudinal force's cap blends from (1 - w) to (1 + w) times the limit
+MU_FLOOR = 0.2  # load sensitivity never takes the friction below this share of the ground's
+MU_FLOOR_SCALE = 0.02  # ... through a softplus of this width
+FLOOR_SHARE = 0.01  # a wheel's load is floored (softplus) at this share of its static load
+SOFTPLUS_LINEAR = 20.0  # softplus(z) = z above this argument (torch's threshold)
+SOFTPLUS_MIN = 1e-6  # softplus floors clamp at this share of their scale (stays positive in float32)
+SLOPE_STEP = 1e-3  # central-difference step of the ground's slope, share of the wheelbase
+N_SECANT = 3  # extra secant passes of the implicit lateral step (a fixed count: no data-dependent loop)
+
+# ---- ground (ground/samplers.py, ground/terrain.py)
+DEFAULT_MU = 0.8  # Chrono HMMWV_TMeasyTire.json: mu 0.8 on dry road
+PATCH_EDGE = 0.5  # [m] width of a friction patch's tanh edge
+
+# ---- powertrain and task
+RPM = 30.0 / math.pi  # rad/s -> rpm
+OBS_CLIP = 10.0  # every scaled observation entry is clipped to [-OBS_CLIP, OBS_CLIP]

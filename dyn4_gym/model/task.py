@@ -1,0 +1,107 @@
+"""The task's layouts: observation, built-in reward terms, and one env step's packed info.
+
+docs/env.md ("Observation", "Reward", "Info") describes what each entry means; this module is
+the one place their order, scales and default weights are written. :class:`TaskCore` (torch)
+and the Numba task kernel both index by these names.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from .books import BOOK_LINES, POWERTRAIN_LINES
+
+__all__ = ["ACT", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_INDEX", "OBS", "N_PREVIEW",
+           "obs_scale", "REWARD_TERM_TABLE", "TERM_ORDER", "TERM", "DEFAULT_WEIGHTS", "TASK_INFO", "INFO_COLUMNS",
+           "INFO", "FLAG_COLUMNS", "FLAG"]
+
+
+
+class ACT(IntEnum):
+    """Columns of an action: ``(steer, drive)`` in [-1, 1] (``action="accel"``), or ``(steer,
+    throttle, brake)`` with the pedals in [0, 1] (``action="driver"``; docs/env.md, "Actions")."""
+
+    STEER = 0
+    DRIVE = 1  # accel: + drives (x a_drive), - brakes (x a_brake)
+    THROTTLE = 1  # driver
+    BRAKE = 2  # driver
+    DIRECTION = 3  # drive_step_np's optional fourth column: -1 asks for reverse
+
+
+N_PREVIEW = 5  # course points ahead in the observation (EnvConfig's course.preview distances)
+
+# (name, unit, scale): observation entry = value / scale, then clipped to [-OBS_CLIP, OBS_CLIP]. A
+# scale given as a name is read from the env's parameters or config (obs_scale).
+OBS_TABLE = (
+    ("vx", "m/s", 10.0), ("vy", "m/s", 2.0), ("yaw_rate", "rad/s", 1.0),
+    ("roll", "rad", 0.1), ("pitch", "rad", 0.05), ("roll_rate", "rad/s", 0.5), ("pitch_rate", "rad/s", 0.5),
+    ("steer", "rad", "delta_max"), ("drive", "m/s^2", 5.0),
+    ("load_FL", "-", 1.0), ("load_FR", "-", 1.0), ("load_RL", "-", 1.0), ("load_RR", "-", 1.0),
+    ("mu_FL", "-", 1.0), ("mu_FR", "-", 1.0), ("mu_RL", "-", 1.0), ("mu_RR", "-", 1.0),
+    ("cross_track", "m", "half_width"), ("heading_error", "rad", 0.5), ("target_speed", "m/s", 10.0),
+) + tuple((f"preview{k}_{c}", "m", 20.0) for k in range(N_PREVIEW) for c in ("x", "y"))
+# the driver variant also observes the powertrain (its state is part of the Markov state)
+OBS_TABLE_DRIVER = OBS_TABLE + (("engine_speed", "rpm", 1000.0), ("gear", "-", 1.0))
+OBS_NAMES = tuple(o[0] for o in OBS_TABLE)
+OBS_NAMES_DRIVER = tuple(o[0] for o in OBS_TABLE_DRIVER)
+OBS_INDEX = {name: i for i, name in enumerate(OBS_NAMES_DRIVER)}
+OBS = IntEnum("OBS", [(n.upper(), i) for i, n in enumerate(OBS_NAMES_DRIVER)])
+OBS.__doc__ = "Indices of the observation's entries (OBS_TABLE_DRIVER order; the accel variant stops at PREVIEW4_Y)."
+
+
+def obs_scale(name: str, delta_max: float | None = None, half_width: float | None = None) -> float:
+    """The scale of observation entry ``name`` (numeric, or the named parameter given here)."""
+    sc = OBS_TABLE_DRIVER[OBS_INDEX[name]][2]
+    if sc == "delta_max":
+        return float(delta_max)
+    if sc == "half_width":
+        return float(half_width)
+    return float(sc)
+
+
+# (name, default weight, doc): the built-in reward terms in the kernels' order. Each term is
+# unweighted and signed (progress positive, every cost negative); envs/rewards.py has their torch
+# functions by these names, the task kernel computes them into TERM's columns.
+REWARD_TERM_TABLE = (
+    ("progress", 1.0, "[m] distance along the course, integrated over the substeps, at most "
+                      "progress_cap x target_speed x control_dt"),
+    ("speed", 0.2, "-((vx - v_target) / v_target)^2"),
+    ("cross_track", 0.2, "-(cross-track / half-width)^2"),
+    ("heading", 0.1, "-(heading error [rad])^2"),
+    ("energy", 2.0, "-(positive drive work) / (m g) [m]"),
+    ("fuel", 0.0, "-(fuel energy burned) / (m g) [m] (action='driver'; 0 otherwise)"),
+    ("tire_slip", 2.0, "-(tire slip dissipation) / (m g) [m]"),
+    ("damper", 1.0, "-(damper dissipation) / (m g) [m]"),
+    ("comfort", 0.01, "-(roll rate^2 + pitch rate^2) [rad^2/s^2]"),
+    ("action_rate", 0.05, "-|a - a_prev|^2"),
+    ("termination", 20.0, "-1 when the episode fails"),
+)
+TERM_ORDER = tuple(t[0] for t in REWARD_TERM_TABLE)
+TERM = IntEnum("TERM", [(n.upper(), i) for i, n in enumerate(TERM_ORDER)])
+TERM.__doc__ = "Columns of the built-in reward terms in one step's packed info."
+DEFAULT_WEIGHTS = {t[0]: t[1] for t in REWARD_TERM_TABLE}
+
+# one env step's packed info (the Numba engine's float columns): the built-in terms, the plant's
+# books summed over the substeps, the task's own figures, then the powertrain's lines (0 for
+# action="accel")
+TASK_INFO = ("progress", "distance", "s", "cross_track", "heading_error")
+INFO_COLUMNS = (TERM_ORDER + BOOK_LINES + tuple(n + "_info" if n in TERM_ORDER else n for n in TASK_INFO)
+                + tuple("pt_" + n for n in POWERTRAIN_LINES))
+
+
+class INFO(IntEnum):
+    """Where each block of the packed info starts, and the task's own columns."""
+
+    TERMS = 0
+    BOOKS = len(TERM_ORDER)
+    PROGRESS = len(TERM_ORDER) + len(BOOK_LINES)  # [m] along the course, uncapped
+    DISTANCE = PROGRESS + 1  # [m] driven
+    S = PROGRESS + 2  # [m] arc length at the step's end
+    CROSS_TRACK = PROGRESS + 3  # [m] signed, left +
+    HEADING_ERROR = PROGRESS + 4  # [rad]
+    PT_LINES = PROGRESS + 5
+
+
+FLAG_COLUMNS = ("terminated", "truncated", "success", "out_of_corridor", "rollover", "nonfinite")
+FLAG = IntEnum("FLAG", [(n.upper(), i) for i, n in enumerate(FLAG_COLUMNS)])
+FLAG.__doc__ = "Columns of one step's packed bool flags."
