@@ -1,16 +1,5 @@
-"""Named indices into the plants' flat state vectors (the seeds' order; their home is
-:mod:`dyn4_gym.model.state`).
-
-Single track (8): ``X, Y, psi, vx, vy, r, delta, a``.
-Four wheels (14): ``X, Y, psi, vx, vy, r, z, phi, theta, zd, phid, thetad, delta, a``.
-
-Units and frames: ``X, Y`` [m] world position of the CG's ground projection; ``psi`` [rad] yaw
-CCW from +X; ``vx, vy`` [m/s] body-frame velocity (x forward, y left); ``r`` [rad/s] yaw rate
-(CCW +); ``z`` [m] heave up (world height of the body's reference, 0 at rest on level ground at
-height 0); ``phi`` [rad] roll about +x (positive lifts the left side); ``theta`` [rad] pitch about
-+y (positive lowers the nose); ``zd, phid, thetad`` their rates; ``delta`` [rad] lagged steer of
-the virtual centre front wheel; ``a`` [m/s^2] lagged longitudinal command (+ drives, - brakes).
-"""
+"""The plants' flat state vectors: named indices (their home, with units and frames, is
+:mod:`dyn4_gym.model.state`) and :func:`dyn4_state`, a state from named entries."""
 
 from __future__ import annotations
 
