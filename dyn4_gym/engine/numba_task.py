@@ -27,7 +27,7 @@ from numba import njit, prange
 from ..model.books import BOOK, N_BOOKS, N_PT_LINES, PTB
 from ..model.constants import OBS_CLIP, RPM
 from ..model.packed import CC, GC, PK, SC
-from ..model.state import DYN4 as S, N_DYN4, N_PT, PT
+from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, TERM, TERM_ORDER
 from .numba_plant import (N_DW, N_SCRATCH, W_, corner_sum, ground_under_row, height_at, loads_row,
                           serial_and_parallel, solve_sym3, substep_row)
@@ -101,7 +101,7 @@ def _on_course(cxy, ch, b, frac, lo, spacing, offset):
     j = int(lo / spacing + frac * (n - 1 - lo / spacing))
     j = min(max(j, 0), n - 1)
     th = ch[b, j]
-    return cxy[b, j, 0] - offset * math.sin(th), cxy[b, j, 1] + offset * math.cos(th)
+    return cxy[b, j, XY.X] - offset * math.sin(th), cxy[b, j, XY.Y] + offset * math.cos(th)
 
 
 def _reset_rows_py(rows, keys, episodes, PP, C, LXY, LH, G, v0, vt, pt0, X, T, CXY, CH, IDX, SS, TT, PREV, VT, KEY, EP,
@@ -137,16 +137,16 @@ def _reset_rows_py(rows, keys, episodes, PP, C, LXY, LH, G, v0, vt, pt0, X, T, C
             f = f * f * (3 - 2 * f)
             kap[i] = km * w / asum * f
         CH[b, 0] = 0.0
-        CXY[b, 0, 0] = 0.0
-        CXY[b, 0, 1] = 0.0
+        CXY[b, 0, XY.X] = 0.0
+        CXY[b, 0, XY.Y] = 0.0
         for i in range(1, n):
             CH[b, i] = CH[b, i - 1] + 0.5 * (kap[i] + kap[i - 1]) * spacing
             mid = 0.5 * (CH[b, i] + CH[b, i - 1])
-            CXY[b, i, 0] = CXY[b, i - 1, 0] + math.cos(mid) * spacing
-            CXY[b, i, 1] = CXY[b, i - 1, 1] + math.sin(mid) * spacing
+            CXY[b, i, XY.X] = CXY[b, i - 1, XY.X] + math.cos(mid) * spacing
+            CXY[b, i, XY.Y] = CXY[b, i - 1, XY.Y] + math.sin(mid) * spacing
         if C[CC.GIVEN_LINE] != 0.0:  # a given centre line replaces the drawn one (its uniforms still drawn)
             for i in range(n):
-                CXY[b, i, 0], CXY[b, i, 1], CH[b, i] = LXY[i, 0], LXY[i, 1], LH[i]
+                CXY[b, i, XY.X], CXY[b, i, XY.Y], CH[b, i] = LXY[i, XY.X], LXY[i, XY.Y], LH[i]
         # terrain (terrain.draw_rough)
         o = nc
         for k in range(nh):
@@ -171,8 +171,8 @@ def _reset_rows_py(rows, keys, episodes, PP, C, LXY, LH, G, v0, vt, pt0, X, T, C
         # the start pose (TaskCore.new_state): on segment i0 of the course, moved off it
         i0, frac, s0 = int(C[CC.I0]), C[CC.FRAC], C[CC.S0]
         off, dpsi = C[CC.START_OFFSET], C[CC.START_HEADING]
-        posx = CXY[b, i0, 0] + frac * (CXY[b, i0 + 1, 0] - CXY[b, i0, 0])
-        posy = CXY[b, i0, 1] + frac * (CXY[b, i0 + 1, 1] - CXY[b, i0, 1])
+        posx = CXY[b, i0, XY.X] + frac * (CXY[b, i0 + 1, XY.X] - CXY[b, i0, XY.X])
+        posy = CXY[b, i0, XY.Y] + frac * (CXY[b, i0 + 1, XY.Y] - CXY[b, i0, XY.Y])
         th = CH[b, i0] + frac * (CH[b, i0 + 1] - CH[b, i0])
         X0, Y0, psi0 = posx - off * math.sin(th), posy + off * math.cos(th), th + dpsi
         cp, sp = math.cos(psi0), math.sin(psi0)
@@ -215,8 +215,8 @@ def _project(cxy, ch, b, idx, px, py, spacing):
     j = min(max(idx - 2, 0), n - 2)
     for off in range(-2, 7):
         c = min(max(idx + off, 0), n - 2)
-        p0x, p0y = cxy[b, c, 0], cxy[b, c, 1]
-        dx, dy = cxy[b, c + 1, 0] - p0x, cxy[b, c + 1, 1] - p0y
+        p0x, p0y = cxy[b, c, XY.X], cxy[b, c, XY.Y]
+        dx, dy = cxy[b, c + 1, XY.X] - p0x, cxy[b, c + 1, XY.Y] - p0y
         rx, ry = px - p0x, py - p0y
         lam = min(max((rx * dx + ry * dy) / (dx * dx + dy * dy), 0.0), 1.0)
         ex, ey = rx - lam * dx, ry - lam * dy
@@ -224,8 +224,8 @@ def _project(cxy, ch, b, idx, px, py, spacing):
         if d2 < best:  # the first minimum, as argmin
             best = d2
             j = c
-    p0x, p0y = cxy[b, j, 0], cxy[b, j, 1]
-    dx, dy = cxy[b, j + 1, 0] - p0x, cxy[b, j + 1, 1] - p0y
+    p0x, p0y = cxy[b, j, XY.X], cxy[b, j, XY.Y]
+    dx, dy = cxy[b, j + 1, XY.X] - p0x, cxy[b, j + 1, XY.Y] - p0y
     rx, ry = px - p0x, py - p0y
     dd = dx * dx + dy * dy
     lam_free = (rx * dx + ry * dy) / dd
@@ -269,8 +269,8 @@ def _observe_row(b, x, pts, P, grade, passive, T, CXY, CH, idx, s, vt, ahead, sc
         f = st / spacing
         j = min(max(int(math.floor(f)), 0), n - 2)
         lam = f - j
-        qx = CXY[b, j, 0] + lam * (CXY[b, j + 1, 0] - CXY[b, j, 0])
-        qy = CXY[b, j, 1] + lam * (CXY[b, j + 1, 1] - CXY[b, j, 1])
+        qx = CXY[b, j, XY.X] + lam * (CXY[b, j + 1, XY.X] - CXY[b, j, XY.X])
+        qy = CXY[b, j, XY.Y] + lam * (CXY[b, j + 1, XY.Y] - CXY[b, j, XY.Y])
         rx, ry = qx - x[S.X], qy - x[S.Y]
         raw[OBS.PREVIEW0_X + 2 * k] = c * rx + sn * ry
         raw[OBS.PREVIEW0_Y + 2 * k] = -sn * rx + c * ry

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["BIKE", "DYN4", "PT", "BIKE_NAMES", "DYN4_NAMES", "N_DYN4", "N_PT", "WHEELS"]
+__all__ = ["BIKE", "DYN4", "PT", "XY", "BIKE_NAMES", "DYN4_NAMES", "N_DYN4", "N_PT", "WHEELS"]
 
 
 class BIKE(IntEnum):
@@ -62,3 +62,10 @@ DYN4_NAMES = tuple(i.name.lower() for i in DYN4)
 N_DYN4 = len(DYN4)
 N_PT = len(PT)
 WHEELS = ("FL", "FR", "RL", "RR")  # corner order of every per-wheel vector
+
+
+class XY(IntEnum):
+    """Columns of a world point ``(..., 2)`` [m] (course points, contact patches)."""
+
+    X = 0
+    Y = 1
