@@ -68,7 +68,8 @@ def _drive(seconds, hdt, pedals):
     Numba engine; per-substep speed [m/s], gear, engine speed [rpm], x [m] and the powertrain's
     books (POWERTRAIN_LINES) summed over the last half."""
     from .engine import numba_plant
-    from .engine.numba_powertrain import POWERTRAIN_LINES, drive_step_np, pack_powertrain
+    from .engine.numba_powertrain import drive_step_np, pack_powertrain
+    from .model.books import POWERTRAIN_LINES
     from .plant import dyn4_rest
     from .plant.powertrain import HUMVEE_POWERTRAIN, powertrain_rest
 
