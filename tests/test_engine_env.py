@@ -2,6 +2,10 @@
 torch task core in float64, over whole episodes with resets, and both against the env golden.
 
 Regenerate the golden only on purpose: ``DYN4_GOLDEN_WRITE=1 python -m pytest tests/test_engine_env.py``.
+
+History: regenerated when the rough terrain's slopes became exact (issue 21: ``Terrain.height_gradient``
+from the hills' own phases, in both engines, instead of central differences over 1e-3 L):
+terminations unchanged, rewards moved by at most 4.4e-6 (of up to 20), books by at most 0.087 J.
 """
 
 import json

@@ -141,13 +141,17 @@ def test_each_substep_stage_equals_torch(case, grade, damper):
     x1, bk_ref = dyn4_step(x, u, p, g, hdt, books=True)
     hg1 = g(wheel_points(x1[:, S.X], x1[:, S.Y], x1[:, S.PSI], p))[1]
     FZS = np.stack((f.Fz.sum(-1).numpy(), torch.sign(x[:, S.VX]).numpy()), -1)
-    bk, _ = ns.books(x.numpy(), x1.numpy(), P, grade, False, zero_fd, hdt,
+    bk, _, Wb = ns.books(x.numpy(), x1.numpy(), P, grade, passive, False, zero_fd, hdt,
                      torch.stack((pl.vx_free, pl.drag), -1).numpy(), ext.numpy(), np.zeros((B, 3)), FZS, T,
                      _W(f, pl, hg1))
     scale = np.abs(bk_ref.dH.numpy()) + np.abs(bk_ref.supplied.numpy()) + 1.0
     for j, name in enumerate(BOOK_LINES):
         err = np.max(np.abs(bk[:, j] - getattr(bk_ref, name).numpy()) / scale)
         assert err < 1e-9, f"stage books ({name}): {err:.3g}"
+    # the ground the books sample at the step's end is the next substep's (advance_ground)
+    gu1 = ground_under(x1, p, g, slopes=slopes)
+    for row, ref in ((W_.MU1, gu1.mu), (W_.HG1, gu1.h), (W_.SBX1, gu1.bx), (W_.SBY1, gu1.by)):
+        _close(f"books' end ground ({row.name})", Wb[:, row], ref)
     ref_books = step_books(x, x1, f, pl, f_grade, p, g, hdt)
     np.testing.assert_allclose(bk_ref.residual.numpy(), ref_books.residual.numpy(), rtol=0, atol=1e-12)
 
@@ -172,7 +176,7 @@ def test_driven_stages_equal_torch(case):
     pl = planar_step(x[:, S.VX], x[:, S.VY], x[:, S.R], f.delta_w, f.Fx, f.D, p, hdt, braking=braking, f_ext=f_grade)
     hg1 = g(wheel_points(x1[:, S.X], x1[:, S.Y], x1[:, S.PSI], p))[1]
     FZS = np.stack((f.Fz.sum(-1).numpy(), torch.sign(x[:, S.VX]).numpy()), -1)
-    _, dw = ns.books(x.numpy(), x1.numpy(), P, True, True, drive.numpy(), hdt,
+    _, dw, _ = ns.books(x.numpy(), x1.numpy(), P, True, passive, True, drive.numpy(), hdt,
                      torch.stack((pl.vx_free, pl.drag), -1).numpy(), torch.stack(f_grade, -1).numpy(),
                      np.zeros((B, 3)), FZS, T, _W(f, pl, hg1))
     ref = drive_work(x, x1, f, pl, drive, p, hdt)

@@ -9,12 +9,34 @@ TBB first, then Numba's own work queue, GNU OpenMP last. Both TBB and the work q
 thread count an OpenMP launch would reset (tests/test_processes.py). TBB also measured fastest
 here at small batches (4 rows: 37k env steps/s against 12k on the work queue and under 100 on
 OpenMP, which spin-waits on a 2-core machine).
+
+Numba's disk cache is kept per version of the kernels' sources: Numba checks a cached function
+against its own file only, so after an edit of ``numba_plant.py`` the task kernel's cached copy
+(``numba_task.py``, unchanged) would still hold the old plant inlined. The cache directory is
+``$XDG_CACHE_HOME/dyn4_gym/numba/<hash of engine/ and model/>`` (``~/.cache`` by default) unless
+``NUMBA_CACHE_DIR`` is set.
 """
 
+import hashlib
 import os
+from pathlib import Path
 
 import numba
 
 if os.environ.get("NUMBA_THREADING_LAYER") is None and numba.config.THREADING_LAYER == "default":
     # a permutation of all three is required; OpenMP is only reached if the other two fail to load
     numba.config.THREADING_LAYER_PRIORITY = ["tbb", "workqueue", "omp"]
+
+
+def _sources_digest() -> str:
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256(numba.__version__.encode())
+    for f in sorted(list(root.glob("*.py")) + list((root.parent / "model").glob("*.py"))):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+if not os.environ.get("NUMBA_CACHE_DIR"):
+    _base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    numba.config.CACHE_DIR = os.path.join(_base, "dyn4_gym", "numba", _sources_digest())

@@ -25,7 +25,7 @@ from numba import njit, prange
 
 from ..model.books import BOOK, N_BOOKS
 from ..model.constants import (A_BLEND, DEFAULT_MU, ELLIPSE_EPS, FLOOR_SHARE, MU_FLOOR, MU_FLOOR_SCALE, N_SECANT,
-                               SLOPE_STEP, SOFTCAP_WIDTH, SOFTPLUS_LINEAR, SOFTPLUS_MIN)
+                               SOFTCAP_WIDTH, SOFTPLUS_LINEAR, SOFTPLUS_MIN)
 from ..model.packed import N_PARAMS, PARAM_NAMES, PK, TERRAIN_FIELDS, WHEEL_PARAM_NAMES
 from ..model.state import DYN4 as S, N_DYN4
 
@@ -153,8 +153,8 @@ def height_at(b, X, Y, T):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def ground_at(b, X, Y, T):
-    """``(mu, h)`` of row ``b``'s rough terrain ``T`` at world point ``(X, Y)``."""
+def friction_at(b, X, Y, T):
+    """The friction of row ``b``'s rough terrain ``T`` at world point ``(X, Y)`` (Terrain.friction)."""
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
     mu = base_mu[b]
     for j in range(px.shape[1]):
@@ -165,7 +165,39 @@ def ground_at(b, X, Y, T):
             continue
         cover = 0.5 * (1.0 - (-1.0 if z < -22.0 else math.tanh(z)))
         mu = mu + cover * (pmu[b, j] - mu)
-    return DEFAULT_MU + 1.0 * (mu - DEFAULT_MU), height_at(b, X, Y, T)
+    return DEFAULT_MU + 1.0 * (mu - DEFAULT_MU)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def ground_at(b, X, Y, T):
+    """``(mu, h)`` of row ``b``'s rough terrain ``T`` at world point ``(X, Y)``."""
+    return friction_at(b, X, Y, T), height_at(b, X, Y, T)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def height_slope_at(b, X, Y, T):
+    """``(h, dh/dX, dh/dY)`` of row ``b``'s rough terrain at ``(X, Y)`` (Terrain.height and
+    Terrain.height_gradient): each hill's sine and cosine of one phase, each bump's polynomial."""
+    kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
+    h = hx = hy = 0.0
+    for k in range(kx.shape[1]):
+        arg = X * kx[b, k] + Y * ky[b, k] + ph[b, k]
+        a = amp[b, k]
+        h += a * math.sin(arg)
+        ac = a * math.cos(arg)
+        hx += ac * kx[b, k]
+        hy += ac * ky[b, k]
+    hb = gbx = gby = 0.0
+    for q in range(bx.shape[1]):
+        dx, dy, r2 = X - bx[b, q], Y - by[b, q], br[b, q] ** 2
+        d2 = (dx * dx + dy * dy) / r2
+        if d2 < 1.0:  # outside, the bump and its slope are exactly 0
+            w = 1.0 - d2
+            hb += bh[b, q] * w ** 2
+            f = -4.0 * bh[b, q] * w / r2
+            gbx += f * dx
+            gby += f * dy
+    return h + hb, hx + gbx, hy + gby
 
 
 class W_(IntEnum):
@@ -192,7 +224,10 @@ class W_(IntEnum):
     SEC = 18  # [N s/m] lateral secants
     FY0 = 19  # [N] start-of-step lateral forces
     FY = 20  # [N] final lateral forces
-    HG1 = 21  # [m] ground height under the wheels at the step's end (the books)
+    MU1 = 21  # the ground under the wheels at the step's end (the books'; the next substep's
+    HG1 = 22  # ground when the caller hands it on, advance_ground), in MU..SBY's order
+    SBX1 = 23
+    SBY1 = 24
 
 
 N_SCRATCH = len(W_)
@@ -228,26 +263,32 @@ def steer_lag(x, d_cmd, P, hdt):
 
 # ------------------------------------------------------- stage 2: the ground under the wheels (corners.ground_under)
 @njit(cache=True, error_model="numpy", inline="always")
-def ground_under_row(b, Xp, Yp, psi, P, slopes, T, W):
-    """Friction, height and body-frame slopes under the wheels into ``W[MU, HG, SBX, SBY]``."""
+def ground_under_row(b, Xp, Yp, psi, P, slopes, T, W, row=W_.MU):
+    """Friction, height and body-frame slopes under the wheels into ``W[MU, HG, SBX, SBY]`` (or
+    the four rows from ``row``, in that order)."""
     c_psi, s_psi = math.cos(psi), math.sin(psi)
-    e = SLOPE_STEP * P[PK.L]
     for i in range(4):
         xw, yw = P[PK.X_W + i], P[PK.Y_W + i]
         wx = Xp + c_psi * xw - s_psi * yw
         wy = Yp + s_psi * xw + c_psi * yw
-        W[W_.MU, i], W[W_.HG, i] = ground_at(b, wx, wy, T)
-        W[W_.SBX, i] = 0.0
-        W[W_.SBY, i] = 0.0
-        if slopes:
-            h1 = height_at(b, wx + e, wy, T)
-            h2 = height_at(b, wx - e, wy, T)
-            h3 = height_at(b, wx, wy + e, T)
-            h4 = height_at(b, wx, wy - e, T)
-            hx = (h1 - h2) / (2 * e)
-            hy = (h3 - h4) / (2 * e)
-            W[W_.SBX, i] = c_psi * hx + s_psi * hy
-            W[W_.SBY, i] = -s_psi * hx + c_psi * hy
+        W[row, i] = friction_at(b, wx, wy, T)
+        if slopes:  # the terrain's exact slope (Terrain.height_gradient), turned into the body frame
+            W[row + 1, i], hx, hy = height_slope_at(b, wx, wy, T)
+            W[row + 2, i] = c_psi * hx + s_psi * hy
+            W[row + 3, i] = -s_psi * hx + c_psi * hy
+        else:
+            W[row + 1, i] = height_at(b, wx, wy, T)
+            W[row + 2, i] = 0.0
+            W[row + 3, i] = 0.0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def advance_ground(W):
+    """Hand the ground the books sampled at the step's end (``W[MU1..SBY1]``) to the next substep
+    or the observation (``W[MU..SBY]``): the same points, so the same values as sampling again."""
+    for k in range(4):
+        for i in range(4):
+            W[W_.MU + k, i] = W[W_.MU1 + k, i]
 
 
 # ------------------------------------------------- stage 3: loads, friction, forces (corners.forces_at)
@@ -309,9 +350,11 @@ def frames_row(delta, P, W):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def forces_row(b, x, delta, a, P, grade, passive, drv, fd, fb, T, W):
-    """Stages 2-3 (corners.forces_at) and the wheel frames; returns ``(sum of loads, sign(vx))``."""
-    ground_under_row(b, x[S.X], x[S.Y], x[S.PSI], P, passive or grade, T, W)
+def forces_row(b, x, delta, a, P, grade, passive, drv, fd, fb, T, W, ground_ready=False):
+    """Stages 2-3 (corners.forces_at) and the wheel frames; returns ``(sum of loads, sign(vx))``.
+    ``ground_ready``: ``W[MU..SBY]`` already hold the ground at ``x``'s pose (advance_ground)."""
+    if not ground_ready:
+        ground_under_row(b, x[S.X], x[S.Y], x[S.PSI], P, passive or grade, T, W)
     loads_row(x, P, passive, W)
     fz_sum, sgn = longitudinal_row(x, a, P, drv, fd, fb, W)
     frames_row(delta, P, W)
@@ -483,10 +526,10 @@ def energy_row(x, P, hg):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def books_row(b, x, y, P, grade, drv, fd, fb, hdt, vx_free, drag, gr0, gr1, gr2, fe0, fe1, fe2, fz_sum, sgn, T, W,
-              bk, dwork):
+def books_row(b, x, y, P, grade, passive, drv, fd, fb, hdt, vx_free, drag, gr0, gr1, gr2, fe0, fe1, fe2, fz_sum, sgn,
+              T, W, bk, dwork):
     """The substep's lines into ``bk`` (BOOK); driven, its DriveWork ``(drive, brakes, wheelspin,
-    v_drive)`` into ``dwork``."""
+    v_drive)`` into ``dwork``. The ground at the step's end goes to ``W[MU1..SBY1]``."""
     h = P[PK.H]
     vx1, vy1, r1 = y[S.VX], y[S.VY], y[S.R]
     vxm, vym, rm = 0.5 * (x[S.VX] + vx1), 0.5 * (x[S.VY] + vy1), 0.5 * (x[S.R] + r1)
@@ -522,10 +565,7 @@ def books_row(b, x, y, P, grade, drv, fd, fb, hdt, vx_free, drag, gr0, gr1, gr2,
     hg, hg1 = W[W_.HG], W[W_.HG1]
     H0 = energy_row(x, P, hg)
     H1_old = energy_row(y, P, hg)
-    c1, s1 = math.cos(y[S.PSI]), math.sin(y[S.PSI])
-    for i in range(4):
-        xw, yw = P[PK.X_W + i], P[PK.Y_W + i]
-        hg1[i] = height_at(b, y[S.X] + c1 * xw - s1 * yw, y[S.Y] + s1 * xw + c1 * yw, T)
+    ground_under_row(b, y[S.X], y[S.Y], y[S.PSI], P, passive or grade, T, W, W_.MU1)
     H1 = energy_row(y, P, hg1)
     ground = H1 - H1_old + through
     dH = H1 - H0
@@ -541,13 +581,16 @@ def books_row(b, x, y, P, grade, drv, fd, fb, hdt, vx_free, drag, gr0, gr1, gr2,
 
 # ---------------------------------------------------------------------------------- the whole substep
 @njit(cache=True, error_model="numpy")
-def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W, fe0, fe1, fe2, drv, fd, fb, dwork):
+def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W, fe0, fe1, fe2, drv, fd, fb, dwork,
+                ground_ready=False):
     """One substep of row ``b`` (dyn4.dyn4_step, stage by stage): state ``x (14,)``, input
     ``(d_in, a_in)`` and external force ``(fe0, fe1, fe2)`` = (Fx, Fy, Mz) -> ``y (14,)`` and, with
     ``want_books``, the books ``bk`` (BOOK). ``W (N_SCRATCH, 4)`` is scratch.
 
     ``drv``: driven by a powertrain's forces ``(fd, fb)`` [N] instead of ``a_in``
-    (dyn4.dyn4_drive_step); with ``want_books`` its DriveWork goes to ``dwork (4,)``."""
+    (dyn4.dyn4_drive_step); with ``want_books`` its DriveWork goes to ``dwork (4,)``.
+    ``ground_ready``: ``W[MU..SBY]`` hold the ground at ``x`` (the previous substep's books,
+    handed on by :func:`advance_ground`), so it is not sampled again."""
     if drv:  # the steer lags as in dyn4_step; the drive is the powertrain's, recorded as a
         delta = steer_lag(x, min(max(d_in, -P[PK.DELTA_MAX]), P[PK.DELTA_MAX]), P, hdt)
         vx = x[S.VX]
@@ -556,14 +599,14 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     else:
         delta, a = lags_row(x, d_in, a_in, P, hdt)
         braking = a < 0
-    fz_sum, sgn = forces_row(b, x, delta, a, P, grade, passive, drv, fd, fb, T, W)
+    fz_sum, sgn = forces_row(b, x, delta, a, P, grade, passive, drv, fd, fb, T, W, ground_ready)
     gr0, gr1, gr2 = grade_row(P, passive, hdt, W) if grade else (0.0, 0.0, 0.0)
     vx1, vy1, r1, vx_free, drag = planar_row(x, P, hdt, braking, gr0 + fe0, gr1 + fe1, gr2 + fe2, W)
     vertical_row(x, P, hdt, W, y)
     pose_row(x, hdt, vx1, vy1, r1, delta, a, y)
     if want_books:
-        books_row(b, x, y, P, grade, drv, fd, fb, hdt, vx_free, drag, gr0, gr1, gr2, fe0, fe1, fe2, fz_sum, sgn, T,
-                  W, bk, dwork)
+        books_row(b, x, y, P, grade, passive, drv, fd, fb, hdt, vx_free, drag, gr0, gr1, gr2, fe0, fe1, fe2, fz_sum,
+                  sgn, T, W, bk, dwork)
 
 
 def _step_rows_py(X0, U, FE, P, grade, passive, hdt, want_books, T, X1, BK):

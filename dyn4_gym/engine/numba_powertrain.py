@@ -113,7 +113,7 @@ def forces_row(s, throttle, brake, vx, Q, maps, out):
 
 @njit(cache=True, error_model="numpy")
 def drive_substep_row(x, s, steer, throttle, brake, direction, P, grade, passive, Q, maps, hdt, want_books, b, T, y,
-                      bk, pbk, W, pf, dwork):
+                      bk, pbk, W, pf, dwork, ground_ready=False):
     """drive.drive_step for one row: ``x (14,)``, ``s (3,)`` (stepped in place) -> ``y (14,)``;
     with ``want_books`` the plant's books ``bk`` and the powertrain's ``pbk`` (POWERTRAIN_LINES)."""
     steer = min(max(steer, -1.0), 1.0)
@@ -122,7 +122,7 @@ def drive_substep_row(x, s, steer, throttle, brake, direction, P, grade, passive
     select_gear_row(s, -1.0 if direction < 0 else 1.0, x[S.VX], Q, hdt)
     forces_row(s, throttle, brake, x[S.VX], Q, maps, pf)
     substep_row(x, steer * P[PK.DELTA_MAX], 0.0, P, grade, passive, hdt, want_books, b, T, y, bk, W, 0.0, 0.0, 0.0,
-                True, pf[PF.F_DRIVE], pf[PF.F_BRAKE], dwork)
+                True, pf[PF.F_DRIVE], pf[PF.F_BRAKE], dwork, ground_ready)
     w0 = s[PT.OMEGA_E]
     w1 = w0 + hdt * (pf[PF.T_ENGINE] - pf[PF.T_PUMP]) / Q[PQ.J]
     s[PT.OMEGA_E] = w1

@@ -116,17 +116,18 @@ def pose(X, hdt, TW, DA):
 
 
 @njit(error_model="numpy")
-def books(X, Y, P, grade, drv, FD, hdt, PL, GR, FE, FZS, T, W):
+def books(X, Y, P, grade, passive, drv, FD, hdt, PL, GR, FE, FZS, T, W):
     """The books of ``X -> Y`` from the step's forces (``W``), ``PL (B, 2) = (vx_free, drag)``,
     the grade force ``GR (B, 3)``, the external port ``FE (B, 3)`` and the loads' sum and
-    ``sign(vx)`` ``FZS (B, 2)``: ``((B, N_BOOKS), (B, N_DW))``."""
+    ``sign(vx)`` ``FZS (B, 2)``: ``((B, N_BOOKS), (B, N_DW), W)`` (``W[MU1..SBY1]``: the ground at
+    ``Y``)."""
     W = W.copy()
     bk = np.zeros((X.shape[0], N_BOOKS))
     dw = np.zeros((X.shape[0], N_DW))
     for b in range(X.shape[0]):
-        books_row(b, X[b], Y[b], P, grade, drv, FD[b, 0], FD[b, 1], hdt, PL[b, 0], PL[b, 1], GR[b, 0], GR[b, 1],
+        books_row(b, X[b], Y[b], P, grade, passive, drv, FD[b, 0], FD[b, 1], hdt, PL[b, 0], PL[b, 1], GR[b, 0], GR[b, 1],
                   GR[b, 2], FE[b, 0], FE[b, 1], FE[b, 2], FZS[b, 0], FZS[b, 1], T, W[b], bk[b], dw[b])
-    return bk, dw
+    return bk, dw, W
 
 
 @njit(error_model="numpy")

@@ -29,7 +29,7 @@ from ..model.constants import OBS_CLIP, RPM
 from ..model.packed import CC, GC, PK, SC
 from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, TERM, TERM_ORDER
-from .numba_plant import (N_DW, N_SCRATCH, W_, corner_sum, ground_under_row, height_at, loads_row,
+from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, ground_under_row, height_at, loads_row,
                           serial_and_parallel, solve_sym3, substep_row)
 from .numba_powertrain import N_PF, drive_substep_row
 
@@ -247,10 +247,11 @@ def _wrap(a):
 
 
 @njit(cache=True, error_model="numpy")
-def _observe_row(b, x, pts, P, grade, passive, T, CXY, CH, idx, s, vt, ahead, scales, spacing, W, out):
+def _observe_row(b, x, pts, P, grade, passive, T, CXY, CH, idx, s, vt, ahead, scales, spacing, W, out, ground_ready=False):
     """TaskCore.observe for row ``b`` into ``out (30,)`` (float32); ``(32,)`` with the powertrain's
     engine speed and gear (``action="driver"``, ``pts`` its state)."""
-    ground_under_row(b, x[S.X], x[S.Y], x[S.PSI], P, passive or grade, T, W)
+    if not ground_ready:  # else the step's last substep sampled it (advance_ground)
+        ground_under_row(b, x[S.X], x[S.Y], x[S.PSI], P, passive or grade, T, W)
     loads_row(x, P, passive, W)
     _, _, e, th = _project(CXY, CH, b, idx, x[S.X], x[S.Y], spacing)
     no = out.shape[0]
@@ -348,27 +349,30 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
         progress = distance = 0.0
         e = th = 0.0
         out = rolled = False
+        ready = False  # W holds the ground at cur's pose (the last substep's books)
         for _ in range(n_sub):
             finite = True
             if driver:
                 for i in range(N_PT):
                     snxt[i] = scur[i]
                 drive_substep_row(cur, snxt, a0, a1, a2, 1.0, P, grade, passive, Q, maps, hdt, True, b, T, nxt, bk,
-                                  pbk, W, pf, dw)
+                                  pbk, W, pf, dw, ready)
                 for i in range(N_PT):
                     if not math.isfinite(snxt[i]):
                         finite = False
             else:
                 substep_row(cur, ud, ua, P, grade, passive, hdt, True, b, T, nxt, bk, W, 0.0, 0.0, 0.0, False, 0.0,
-                            0.0, dw)
+                            0.0, dw, ready)
             for i in range(N_DYN4):
                 if not math.isfinite(nxt[i]):
                     finite = False
             nonfinite = nonfinite or not finite
+            ready = finite
             if finite:
                 dx, dy = nxt[S.X] - cur[S.X], nxt[S.Y] - cur[S.Y]
                 cur, nxt = nxt, cur
                 scur, snxt = snxt, scur
+                advance_ground(W)
             else:
                 dx = dy = 0.0
             idx, s_new, e, th = _project(CXY, CH, b, idx, cur[S.X], cur[S.Y], spacing)
@@ -429,7 +433,8 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
             PREV[b, ACT.BRAKE] = a2
         for i in range(N_PT):
             PTS[b, i] = scur[i]
-        _observe_row(b, cur, scur, P, grade, passive, T, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OUT[b])
+        _observe_row(b, cur, scur, P, grade, passive, T, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OUT[b],
+                     ready)
 
 
 # --------------------------------------------------------------------------------- the non-finite guard

@@ -25,6 +25,14 @@ def bump_height(X, Y, x0, y0, height, radius):
     return height * (1.0 - d2.clamp_max(1.0)) ** 2
 
 
+def bump_slope(X, Y, x0, y0, height, radius):
+    """The gradient ``(dh/dX, dh/dY)`` of :func:`bump_height`: ``-4 height (1 - d^2/r^2) (X - x0, Y - y0) / r^2``
+    inside the disc, 0 outside (where the polynomial's slope meets 0: it is C1)."""
+    dx, dy = X - x0, Y - y0
+    f = -4.0 * height * (1.0 - ((dx**2 + dy**2) / radius**2).clamp_max(1.0)) / radius**2
+    return f * dx, f * dy
+
+
 def patch_cover(X, Y, x0, y0, radius, width):
     """How much a friction disc covers a point, 0..1: a ``tanh`` edge about ``width`` [m] wide
     at ``radius`` from ``(x0, y0)``, smooth in ``d^2`` (no ``sqrt`` at the centre)."""
@@ -59,6 +67,11 @@ class Ground:
     def cover(self, xy: torch.Tensor) -> torch.Tensor | float:
         """Where this layer's friction applies, 0..1 (1 everywhere unless a patch says less)."""
         return 1.0
+
+    def height_gradient(self, xy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The height's exact gradient ``(dh/dX, dh/dY)`` at ``xy`` (world frame), or None: the
+        plant then takes central differences of :meth:`height` (plant/corners.ground_under)."""
+        return None
 
     def __call__(self, xy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         _check_xy(xy)
@@ -104,6 +117,12 @@ class Compose(Ground):
     def cover(self, xy):
         return 1.0
 
+    def height_gradient(self, xy):
+        parts = [g.height_gradient(xy) for g in self.layers]
+        if any(q is None for q in parts):
+            return None
+        return sum(q[0] for q in parts), sum(q[1] for q in parts)
+
 
 @dataclass(frozen=True)
 class Flat(Ground):
@@ -121,6 +140,10 @@ class Flat(Ground):
 
     def friction(self, xy):
         return torch.full_like(xy[..., 0], self.mu)
+
+    def height_gradient(self, xy):
+        zero = torch.zeros_like(xy[..., 0])
+        return zero, zero
 
 
 @dataclass(frozen=True)

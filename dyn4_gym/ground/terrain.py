@@ -33,7 +33,7 @@ import torch
 from .._checks import ConfigError, check_int_range, check_range
 from ..model.constants import PATCH_EDGE
 from ..model.packed import TERRAIN_FIELDS
-from .samplers import Flat, Grid, Ground, bump_height, patch_cover
+from .samplers import Flat, Grid, Ground, bump_height, bump_slope, patch_cover
 
 __all__ = ["Terrain", "DrawContext", "TerrainKind", "TERRAIN_KINDS", "register_terrain", "RoughConfig", "GridConfig",
            "terrain_config", "MAX_SLOPE", "check_slope"]
@@ -69,6 +69,15 @@ class Terrain(Ground):
         arg = X * b(self.wave_kx, xy) + Y * b(self.wave_ky, xy) + b(self.wave_phase, xy)
         h = (b(self.wave_amp, xy) * torch.sin(arg)).sum(-1)
         return h + bump_height(X, Y, b(self.bump_x, xy), b(self.bump_y, xy), b(self.bump_h, xy), b(self.bump_r, xy)).sum(-1)
+
+    def height_gradient(self, xy):
+        """Exact: the hills' ``amp cos(arg) (kx, ky)`` from the same phases, plus the bumps'."""
+        X, Y = xy[..., 0:1], xy[..., 1:2]
+        b = self._b
+        kx, ky = b(self.wave_kx, xy), b(self.wave_ky, xy)
+        c = b(self.wave_amp, xy) * torch.cos(X * kx + Y * ky + b(self.wave_phase, xy))
+        gx, gy = bump_slope(X, Y, b(self.bump_x, xy), b(self.bump_y, xy), b(self.bump_h, xy), b(self.bump_r, xy))
+        return (c * kx).sum(-1) + gx.sum(-1), (c * ky).sum(-1) + gy.sum(-1)
 
     def friction(self, xy):
         X, Y = xy[..., 0], xy[..., 1]

@@ -12,9 +12,9 @@ Dampers (``Dyn4Params.damper``):
 
 - ``"passive"`` (default): each damper acts on its corner's rate relative to the ground under
   its wheel, ``a_i . qd - hdot_i``, as a real car's does. ``hdot_i = grad h(P_i) . Pdot_i`` is
-  the rate at which the ground rises under the moving contact patch (slopes by central
-  differences, so any sampler works). On a steady climb the body rises with the ground and the
-  dampers carry nothing.
+  the rate at which the ground rises under the moving contact patch (the sampler's exact slope
+  where it has one, :meth:`Ground.height_gradient`, else central differences, so any sampler works). On
+  a steady climb the body rises with the ground and the dampers carry nothing.
 - ``"skyhook"``: on the body's own rate ``a_i . qd`` (``hdot`` taken as 0), as in the seeds. On
   a climb they push the body down and the springs, and so the grade force, grow.
 """
@@ -84,8 +84,9 @@ class GroundUnder(NamedTuple):
 def ground_under(x: torch.Tensor, p, g, slopes: bool = True) -> GroundUnder:
     """Friction, height and (if ``slopes``) body-frame slopes under the wheels at state ``x``.
 
-    One call of the sampler on 4 points, or on 20 (each wheel and its 4 central-difference
-    neighbours ``SLOPE_STEP L`` away) when the slopes are needed.
+    One call of the sampler on the 4 points; the slopes from the sampler's exact gradient
+    (:meth:`Ground.height_gradient`: the rough kind's terrain, ``Flat``) or, where it has none, by central
+    differences of its height over 4 neighbours ``SLOPE_STEP L`` away from each wheel.
     """
     X, Y, psi = x[..., 0], x[..., 1], x[..., 2]
     P = wheel_points(X, Y, psi, p)  # (..., 4, 2)
@@ -93,6 +94,12 @@ def ground_under(x: torch.Tensor, p, g, slopes: bool = True) -> GroundUnder:
         mu, h = g(P)
         zero = torch.zeros_like(h)
         return GroundUnder(mu, h, zero, zero)
+    exact = g.height_gradient(P)
+    if exact is not None:
+        mu, h = g(P)
+        hx, hy = exact
+        c, s = torch.cos(psi).unsqueeze(-1), torch.sin(psi).unsqueeze(-1)
+        return GroundUnder(mu, h, c * hx + s * hy, -s * hx + c * hy)
     e = _u(SLOPE_STEP * p.L)
     zero = torch.zeros_like(P[..., 0])
     dx = torch.stack((e + zero, zero), -1)
