@@ -143,7 +143,8 @@ def height_at(b, X, Y, T):
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
     h = 0.0
     for k in range(kx.shape[1]):
-        h += amp[b, k] * math.sin(X * kx[b, k] + Y * ky[b, k] + ph[b, k])
+        if amp[b, k] != 0.0:  # a hill of no height adds exactly 0 (the flat task's): skip its sine
+            h += amp[b, k] * math.sin(X * kx[b, k] + Y * ky[b, k] + ph[b, k])
     hb = 0.0
     for q in range(bx.shape[1]):
         d2 = ((X - bx[b, q]) ** 2 + (Y - by[b, q]) ** 2) / br[b, q] ** 2
@@ -181,8 +182,10 @@ def height_slope_at(b, X, Y, T):
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
     h = hx = hy = 0.0
     for k in range(kx.shape[1]):
-        arg = X * kx[b, k] + Y * ky[b, k] + ph[b, k]
         a = amp[b, k]
+        if a == 0.0:  # adds exactly 0 to the height and the slope
+            continue
+        arg = X * kx[b, k] + Y * ky[b, k] + ph[b, k]
         h += a * math.sin(arg)
         ac = a * math.cos(arg)
         hx += ac * kx[b, k]
