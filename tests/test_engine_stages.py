@@ -203,3 +203,68 @@ def test_task_stages_equal_torch(case):
     j, out = ns.project(st.course_xy.numpy(), st.course_heading.numpy(), idx.numpy(), pts.numpy(), spacing)
     np.testing.assert_array_equal(j, j_ref.numpy())
     _close("project", out, torch.stack((s_ref, e_ref, th_ref), -1))
+
+
+@pytest.mark.parametrize("driver", [False, True], ids=["accel", "driver"])
+def test_reward_terms_stage_equals_torch(driver):
+    """The kernel's built-in terms (numba_task.terms_row) against envs/rewards.py's functions on
+    the same step figures."""
+    from dyn4_gym.envs.rewards import REWARD_TERMS_BUILTIN, StepContext
+    from dyn4_gym.model.books import N_BOOKS, N_PT_LINES, POWERTRAIN_LINES
+    from dyn4_gym.model.task import TERM_ORDER
+
+    gen = torch.Generator().manual_seed(3)
+
+    def r(*shape, scale=1.0):
+        return torch.randn(*shape, generator=gen, dtype=D) * scale
+
+    n = B
+    progress, vt, hw = r(n, scale=0.8) + 0.5, torch.rand(n, generator=gen, dtype=D) * 10 + 5, 3.5
+    cap = 0.05 * vt
+    vx, e, he, phid, thetad = r(n, scale=10), r(n, scale=2), r(n, scale=0.3), r(n, scale=0.2), r(n, scale=0.1)
+    weight = torch.full((n,), 2.3e4, dtype=D)
+    books, ptb = r(n, N_BOOKS, scale=300.0), r(n, N_PT_LINES, scale=900.0).abs()
+    width = 3 if driver else 2
+    act = torch.rand(n, width, generator=gen, dtype=D) * 2 - 1
+    prev = torch.rand(n, width, generator=gen, dtype=D) * 2 - 1
+    failed = torch.rand(n, generator=gen) < 0.2
+    book_dict = {name: books[:, j] for j, name in enumerate(BOOK_LINES)}
+    if driver:
+        book_dict.update({name: ptb[:, j] for j, name in enumerate(POWERTRAIN_LINES)})
+    ctx = StepContext(progress=progress, speed=vx, target_speed=vt, cross_track=e, half_width=hw, heading_error=he,
+                      books=book_dict, weight=weight, action=act, prev_action=prev, roll_rate=phid, pitch_rate=thetad,
+                      failed=failed, success=torch.zeros(n, dtype=torch.bool), progress_cap=cap)
+    ref = torch.stack([REWARD_TERMS_BUILTIN[name](ctx).to(D) for name in TERM_ORDER], -1)
+    F = torch.stack((progress, cap, vx, vt, e, torch.full_like(vx, hw), he, weight, phid, thetad,
+                     torch.zeros_like(vx)), -1)
+    acts = torch.cat((act, torch.zeros(n, 3 - width, dtype=D)), -1)
+    got = ns.terms(F.numpy(), books.numpy(), ptb.numpy(), driver, acts.numpy(), prev.numpy(), failed.numpy())
+    for j, name in enumerate(TERM_ORDER):
+        _close(f"reward term {name}", got[:, j], ref[:, j])
+
+
+def test_reset_and_observe_stages_equal_torch():
+    """A Numba reset (course, terrain, rest state) against TaskCore.new_state, and the Numba
+    observation of one and the same state against TaskCore.observe."""
+    from dyn4_gym.engine import numba_task as nt
+    from dyn4_gym.envs.engines import NumbaEngine
+
+    core = TaskCore(EnvConfig(dtype="float64"))
+    n = 64
+    keys, eps = np.arange(n, dtype=np.int64) * 13 + 5, np.arange(n, dtype=np.int64) % 3
+    eng = NumbaEngine(core)
+    st = eng.new_state(keys, eps)
+    ref = core.new_state(torch.as_tensor(keys), torch.as_tensor(eps))
+    _close("reset (x)", st.x, ref.x)
+    _close("reset (course)", st.course_xy, ref.course_xy)
+    _close("reset (course heading)", st.course_heading, ref.course_heading)
+    for name, a in zip(("wave_kx", "wave_ky", "wave_amp", "wave_phase", "base_mu", "patch_x", "patch_y", "patch_r",
+                        "patch_mu", "bump_x", "bump_y", "bump_h", "bump_r"), st.terrain):
+        _close(f"reset (terrain {name})", a, getattr(ref.terrain, name))
+    # the observation of one state: move the rows off the rest state first
+    st.x[:, S.VY] += 0.3
+    st.x[:, S.Z] -= 0.01
+    st.x[:, S.PHI] += 0.02
+    obs = nt.observe(eng.task, st)
+    ref_obs = core.observe(eng.task_state(st)).numpy().astype(np.float32)
+    np.testing.assert_allclose(obs, ref_obs, rtol=1e-6, atol=1e-6)

@@ -16,10 +16,10 @@ from numba import njit
 from ..model.books import N_BOOKS
 from .numba_plant import (N_DW, books_row, forces_row, frames_row, grade_row, ground_under_row, lags_row,
                           loads_row, longitudinal_row, planar_row, pose_row, vertical_row)
-from .numba_task import _project, _uniforms
+from .numba_task import _NT, _project, _uniforms, terms_row
 
 __all__ = ["lags", "ground_under", "loads", "longitudinal", "frames", "forces", "grade", "planar", "vertical",
-           "pose", "books", "project", "uniforms"]
+           "pose", "books", "project", "uniforms", "terms"]
 
 
 @njit(error_model="numpy")
@@ -147,4 +147,17 @@ def uniforms(KEYS, EPISODES, n):
     out = np.empty((KEYS.shape[0], n))
     for b in range(KEYS.shape[0]):
         _uniforms(KEYS[b], EPISODES[b], out[b])
+    return out
+
+
+@njit(error_model="numpy")
+def terms(F, BOOKS, PTB, driver, ACTS, PREV, FAILED):
+    """The built-in reward terms ``(B, len(TERM))`` from per-row figures ``F (B, 11)`` =
+    (progress, cap, vx, vt, e, half_width, heading error, weight, roll rate, pitch rate, unused),
+    the step's books and powertrain lines, the clipped actions ``(B, 3)`` and the previous ones."""
+    out = np.zeros((F.shape[0], _NT))
+    for b in range(F.shape[0]):
+        f = F[b]
+        terms_row(out[b], f[0], f[1], f[2], f[3], f[4], f[5], f[6], BOOKS[b], PTB[b], driver, f[7], f[8], f[9],
+                  ACTS[b, 0], ACTS[b, 1], ACTS[b, 2], PREV[b], FAILED[b])
     return out

@@ -398,20 +398,8 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
         he = _wrap(cur[S.PSI] - th)
         vt = VT[b]
         terms = info[_TERMS0:_TERMS0 + _NT]
-        terms[TERM.PROGRESS] = min(progress, cap * vt)  # paid up to the target speed's distance
-        terms[TERM.SPEED] = -((cur[S.VX] - vt) / vt) ** 2
-        terms[TERM.CROSS_TRACK] = -(e / half_width) ** 2
-        terms[TERM.HEADING] = -(he ** 2)
-        terms[TERM.ENERGY] = -max(books[BOOK.SUPPLIED], 0.0) / weight
-        terms[TERM.FUEL] = -ptb[PTB.FUEL] / weight if driver else 0.0
-        terms[TERM.TIRE_SLIP] = -books[BOOK.TIRE] / weight
-        terms[TERM.DAMPER] = -books[BOOK.DAMPER] / weight
-        terms[TERM.COMFORT] = -(cur[S.PHID] ** 2 + cur[S.THETAD] ** 2)
-        rate = (a0 - PREV[b, ACT.STEER]) ** 2 + (a1 - PREV[b, ACT.DRIVE]) ** 2
-        if driver:
-            rate += (a2 - PREV[b, ACT.BRAKE]) ** 2
-        terms[TERM.ACTION_RATE] = -rate
-        terms[TERM.TERMINATION] = -1.0 if failed else 0.0
+        terms_row(terms, progress, cap * vt, cur[S.VX], vt, e, half_width, he, books, ptb, driver, weight,
+                  cur[S.PHID], cur[S.THETAD], a0, a1, a2, PREV[b], failed)
         reward = 0.0
         for k in range(_NT):
             reward += weights[k] * terms[k]
@@ -435,6 +423,30 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
             PTS[b, i] = scur[i]
         _observe_row(b, cur, scur, P, grade, passive, T, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OUT[b],
                      ready)
+
+
+# ------------------------------------------------------------------------------- the reward terms
+@njit(cache=True, error_model="numpy", inline="always")
+def terms_row(terms, progress, cap, vx, vt, e, half_width, he, books, ptb, driver, weight, phid, thetad, a0, a1, a2,
+              prev, failed):
+    """The built-in reward terms (envs/rewards.py; model.task.REWARD_TERM_TABLE) of one step into
+    ``terms (len(TERM),)``: progress paid up to ``cap`` [m], the step's books ``books`` (BOOK) and
+    powertrain lines ``ptb`` (PTB), the final speed, cross-track, heading error and rates, the
+    clipped action ``(a0, a1, a2)`` against ``prev``, ``weight`` = m g [N]."""
+    terms[TERM.PROGRESS] = min(progress, cap)  # paid up to the target speed's distance
+    terms[TERM.SPEED] = -((vx - vt) / vt) ** 2
+    terms[TERM.CROSS_TRACK] = -(e / half_width) ** 2
+    terms[TERM.HEADING] = -(he ** 2)
+    terms[TERM.ENERGY] = -max(books[BOOK.SUPPLIED], 0.0) / weight
+    terms[TERM.FUEL] = -ptb[PTB.FUEL] / weight if driver else 0.0
+    terms[TERM.TIRE_SLIP] = -books[BOOK.TIRE] / weight
+    terms[TERM.DAMPER] = -books[BOOK.DAMPER] / weight
+    terms[TERM.COMFORT] = -(phid ** 2 + thetad ** 2)
+    rate = (a0 - prev[ACT.STEER]) ** 2 + (a1 - prev[ACT.DRIVE]) ** 2
+    if driver:
+        rate += (a2 - prev[ACT.BRAKE]) ** 2
+    terms[TERM.ACTION_RATE] = -rate
+    terms[TERM.TERMINATION] = -1.0 if failed else 0.0
 
 
 # --------------------------------------------------------------------------------- the non-finite guard
