@@ -353,11 +353,9 @@ def frames_row(delta, P, W):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def forces_row(b, x, delta, a, P, grade, passive, drv, fd, fb, T, W, ground_ready=False):
-    """Stages 2-3 (corners.forces_at) and the wheel frames; returns ``(sum of loads, sign(vx))``.
-    ``ground_ready``: ``W[MU..SBY]`` already hold the ground at ``x``'s pose (advance_ground)."""
-    if not ground_ready:
-        ground_under_row(b, x[S.X], x[S.Y], x[S.PSI], P, passive or grade, T, W)
+def forces_row(x, delta, a, P, passive, drv, fd, fb, W):
+    """Stage 3 (corners.forces_at) and the wheel frames, on the ground ``W[MU..SBY]`` holds at
+    ``x``'s pose (stage 2, :func:`ground_under_row`); returns ``(sum of loads, sign(vx))``."""
     loads_row(x, P, passive, W)
     fz_sum, sgn = longitudinal_row(x, a, P, drv, fd, fb, W)
     frames_row(delta, P, W)
@@ -584,16 +582,16 @@ def books_row(b, x, y, P, grade, passive, drv, fd, fb, hdt, vx_free, drag, gr0, 
 
 # ---------------------------------------------------------------------------------- the whole substep
 @njit(cache=True, error_model="numpy")
-def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W, fe0, fe1, fe2, drv, fd, fb, dwork,
-                ground_ready=False):
+def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W, fe0, fe1, fe2, drv, fd, fb, dwork):
     """One substep of row ``b`` (dyn4.dyn4_step, stage by stage): state ``x (14,)``, input
     ``(d_in, a_in)`` and external force ``(fe0, fe1, fe2)`` = (Fx, Fy, Mz) -> ``y (14,)`` and, with
     ``want_books``, the books ``bk`` (BOOK). ``W (N_SCRATCH, 4)`` is scratch.
 
     ``drv``: driven by a powertrain's forces ``(fd, fb)`` [N] instead of ``a_in``
     (dyn4.dyn4_drive_step); with ``want_books`` its DriveWork goes to ``dwork (4,)``.
-    ``ground_ready``: ``W[MU..SBY]`` hold the ground at ``x`` (the previous substep's books,
-    handed on by :func:`advance_ground`), so it is not sampled again."""
+    The caller samples the ground at ``x`` into ``W[MU..SBY]`` first (stage 2,
+    :func:`ground_under_row`), or hands on what the previous substep's books sampled at the same
+    pose (:func:`advance_ground`): the ground is sampled once per substep."""
     if drv:  # the steer lags as in dyn4_step; the drive is the powertrain's, recorded as a
         delta = steer_lag(x, min(max(d_in, -P[PK.DELTA_MAX]), P[PK.DELTA_MAX]), P, hdt)
         vx = x[S.VX]
@@ -602,7 +600,7 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     else:
         delta, a = lags_row(x, d_in, a_in, P, hdt)
         braking = a < 0
-    fz_sum, sgn = forces_row(b, x, delta, a, P, grade, passive, drv, fd, fb, T, W, ground_ready)
+    fz_sum, sgn = forces_row(x, delta, a, P, passive, drv, fd, fb, W)
     gr0, gr1, gr2 = grade_row(P, passive, hdt, W) if grade else (0.0, 0.0, 0.0)
     vx1, vy1, r1, vx_free, drag = planar_row(x, P, hdt, braking, gr0 + fe0, gr1 + fe1, gr2 + fe2, W)
     vertical_row(x, P, hdt, W, y)
@@ -616,6 +614,7 @@ def _step_rows_py(X0, U, FE, P, grade, passive, hdt, want_books, T, X1, BK):
     for b in prange(X0.shape[0]):
         W = np.empty((N_SCRATCH, 4))
         dw = np.empty(N_DW)
+        ground_under_row(b, X0[b, S.X], X0[b, S.Y], X0[b, S.PSI], P, passive or grade, T, W)
         substep_row(X0[b], U[b, 0], U[b, 1], P, grade, passive, hdt, want_books, b, T, X1[b], BK[b], W, FE[b, 0],
                     FE[b, 1], FE[b, 2], False, 0.0, 0.0, dw)
 

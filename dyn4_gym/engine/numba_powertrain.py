@@ -16,7 +16,7 @@ from ..model.constants import RPM
 from ..model.packed import PK, PQ
 from ..model.state import DYN4 as S, PT
 from ..model.task import ACT
-from .numba_plant import DW, N_DW, N_SCRATCH, serial_and_parallel, substep_row
+from .numba_plant import DW, N_DW, N_SCRATCH, ground_under_row, serial_and_parallel, substep_row
 
 __all__ = ["pack_powertrain", "drive_step_np", "PF", "N_PF"]
 
@@ -113,16 +113,17 @@ def forces_row(s, throttle, brake, vx, Q, maps, out):
 
 @njit(cache=True, error_model="numpy")
 def drive_substep_row(x, s, steer, throttle, brake, direction, P, grade, passive, Q, maps, hdt, want_books, b, T, y,
-                      bk, pbk, W, pf, dwork, ground_ready=False):
+                      bk, pbk, W, pf, dwork):
     """drive.drive_step for one row: ``x (14,)``, ``s (3,)`` (stepped in place) -> ``y (14,)``;
-    with ``want_books`` the plant's books ``bk`` and the powertrain's ``pbk`` (POWERTRAIN_LINES)."""
+    with ``want_books`` the plant's books ``bk`` and the powertrain's ``pbk`` (POWERTRAIN_LINES).
+    ``W[MU..SBY]`` hold the ground at ``x`` (numba_plant.substep_row)."""
     steer = min(max(steer, -1.0), 1.0)
     throttle = min(max(throttle, 0.0), 1.0)
     brake = min(max(brake, 0.0), 1.0)
     select_gear_row(s, -1.0 if direction < 0 else 1.0, x[S.VX], Q, hdt)
     forces_row(s, throttle, brake, x[S.VX], Q, maps, pf)
     substep_row(x, steer * P[PK.DELTA_MAX], 0.0, P, grade, passive, hdt, want_books, b, T, y, bk, W, 0.0, 0.0, 0.0,
-                True, pf[PF.F_DRIVE], pf[PF.F_BRAKE], dwork, ground_ready)
+                True, pf[PF.F_DRIVE], pf[PF.F_BRAKE], dwork)
     w0 = s[PT.OMEGA_E]
     w1 = w0 + hdt * (pf[PF.T_ENGINE] - pf[PF.T_PUMP]) / Q[PQ.J]
     s[PT.OMEGA_E] = w1
@@ -145,6 +146,7 @@ def _drive_rows_py(X0, PTS, D, P, grade, passive, Q, maps, hdt, want_books, T, X
         pf = np.empty(N_PF)
         dwork = np.zeros(N_DW)
         direction = D[b, ACT.DIRECTION] if D.shape[1] > ACT.DIRECTION else 1.0
+        ground_under_row(b, X0[b, S.X], X0[b, S.Y], X0[b, S.PSI], P, passive or grade, T, W)
         drive_substep_row(X0[b], PTS[b], D[b, ACT.STEER], D[b, ACT.THROTTLE], D[b, ACT.BRAKE], direction, P, grade, passive, Q, maps, hdt,
                           want_books, b, T, X1[b], BK[b], PBK[b], W, pf, dwork)
 

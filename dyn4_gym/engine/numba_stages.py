@@ -72,7 +72,8 @@ def forces(X, D, A, P, grade, passive, drv, FD, T, W):
     """Stages 2-3 together (what the substep calls)."""
     W = W.copy()
     for b in range(X.shape[0]):
-        forces_row(b, X[b], D[b], A[b], P, grade, passive, drv, FD[b, 0], FD[b, 1], T, W[b])
+        ground_under_row(b, X[b, 0], X[b, 1], X[b, 2], P, passive or grade, T, W[b])
+        forces_row(X[b], D[b], A[b], P, passive, drv, FD[b, 0], FD[b, 1], W[b])
     return W
 
 

@@ -247,11 +247,10 @@ def _wrap(a):
 
 
 @njit(cache=True, error_model="numpy")
-def _observe_row(b, x, pts, P, grade, passive, T, CXY, CH, idx, s, vt, ahead, scales, spacing, W, out, ground_ready=False):
+def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, ahead, scales, spacing, W, out):
     """TaskCore.observe for row ``b`` into ``out (30,)`` (float32); ``(32,)`` with the powertrain's
-    engine speed and gear (``action="driver"``, ``pts`` its state)."""
-    if not ground_ready:  # else the step's last substep sampled it (advance_ground)
-        ground_under_row(b, x[S.X], x[S.Y], x[S.PSI], P, passive or grade, T, W)
+    engine speed and gear (``action="driver"``, ``pts`` its state). ``W[MU..SBY]`` hold the
+    ground at ``x`` (the step's last books, or :func:`ground_under_row`)."""
     loads_row(x, P, passive, W)
     _, _, e, th = _project(CXY, CH, b, idx, x[S.X], x[S.Y], spacing)
     no = out.shape[0]
@@ -288,8 +287,8 @@ def _observe_py(rows, PP, grade, passive, T, CXY, CH, X, PTS, IDX, SS, VT, ahead
     for r in prange(rows.shape[0]):
         b = rows[r]
         W = np.empty((N_SCRATCH, 4))
-        _observe_row(b, X[b], PTS[b], PP[b], grade, passive, T, CXY, CH, IDX[b], SS[b], VT[b], ahead, scales, spacing, W,
-                     OUT[r])
+        ground_under_row(b, X[b, S.X], X[b, S.Y], X[b, S.PSI], PP[b], passive or grade, T, W)
+        _observe_row(b, X[b], PTS[b], PP[b], passive, CXY, CH, IDX[b], SS[b], VT[b], ahead, scales, spacing, W, OUT[r])
 
 
 # ------------------------------------------------------------------------------------------- step
@@ -349,26 +348,26 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
         progress = distance = 0.0
         e = th = 0.0
         out = rolled = False
-        ready = False  # W holds the ground at cur's pose (the last substep's books)
+        # the ground at cur's pose, sampled once; each substep's books sample the next pose's
+        ground_under_row(b, cur[S.X], cur[S.Y], cur[S.PSI], P, passive or grade, T, W)
         for _ in range(n_sub):
             finite = True
             if driver:
                 for i in range(N_PT):
                     snxt[i] = scur[i]
                 drive_substep_row(cur, snxt, a0, a1, a2, 1.0, P, grade, passive, Q, maps, hdt, True, b, T, nxt, bk,
-                                  pbk, W, pf, dw, ready)
+                                  pbk, W, pf, dw)
                 for i in range(N_PT):
                     if not math.isfinite(snxt[i]):
                         finite = False
             else:
                 substep_row(cur, ud, ua, P, grade, passive, hdt, True, b, T, nxt, bk, W, 0.0, 0.0, 0.0, False, 0.0,
-                            0.0, dw, ready)
+                            0.0, dw)
             for i in range(N_DYN4):
                 if not math.isfinite(nxt[i]):
                     finite = False
             nonfinite = nonfinite or not finite
-            ready = finite
-            if finite:
+            if finite:  # else cur stays, and so does its ground in W
                 dx, dy = nxt[S.X] - cur[S.X], nxt[S.Y] - cur[S.Y]
                 cur, nxt = nxt, cur
                 scur, snxt = snxt, scur
@@ -421,8 +420,7 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
             PREV[b, ACT.BRAKE] = a2
         for i in range(N_PT):
             PTS[b, i] = scur[i]
-        _observe_row(b, cur, scur, P, grade, passive, T, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OUT[b],
-                     ready)
+        _observe_row(b, cur, scur, P, passive, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OUT[b])
 
 
 # ------------------------------------------------------------------------------- the reward terms
