@@ -141,7 +141,13 @@ class NumbaEngine:
             self._books.update({n: INFO.PT_LINES + j for j, n in enumerate(POWERTRAIN_LINES)})
         # info_row's lookups, in the info dict's order (a custom term's column is unused: it comes from torch)
         self._row_terms = [(n, self._terms.get(n, -1)) for n in core.terms]
-        self._row_books = list(self._books.items())
+        # the single env's info: contiguous column blocks zipped with their names, ints for flags
+        self._builtin_terms = tuple(core.terms) == TERM_ORDER
+        self._book_blocks = ((BOOK_LINES, int(INFO.BOOKS)),) + (((POWERTRAIN_LINES, int(INFO.PT_LINES)),)
+                                                               if core.driver else ())
+        self._cols_row = tuple(int(c) for c in (INFO.PROGRESS, INFO.DISTANCE, INFO.S, INFO.CROSS_TRACK))
+        self._flags_row = tuple(int(c) for c in (FLAG.SUCCESS, FLAG.OUT_OF_CORRIDOR, FLAG.ROLLOVER, FLAG.NONFINITE))
+        self._all_active = {}  # batch size -> an all-True mask (not allocated per step)
 
     def __getstate__(self):
         return {"core": self.core}  # the kernels are the module's; rebuilt on load
@@ -165,7 +171,12 @@ class NumbaEngine:
 
     def step(self, state, actions: np.ndarray, active: np.ndarray | None = None):
         B = state.batch_size
-        active = np.ones(B, dtype=np.bool_) if active is None else np.ascontiguousarray(active, dtype=np.bool_)
+        if active is None:
+            active = self._all_active.get(B)
+            if active is None:
+                active = self._all_active[B] = np.ones(B, dtype=np.bool_)
+        else:
+            active = np.ascontiguousarray(active, dtype=np.bool_)
         actions = np.ascontiguousarray(actions, dtype=np.float64)
         if not self.task.custom:
             obs, reward, info, flags = self._nt.step(self.task, state, actions, active)
@@ -192,12 +203,20 @@ class NumbaEngine:
         dict as :meth:`info`'s row, built from one list per step (a single env's every step)."""
         info, flags, extra = raw
         v, f = info[row].tolist(), flags[row].tolist()
-        terms = {n: v[j] for n, j in self._row_terms} if not extra else {
-            n: float(extra[n][row]) if n in extra else v[j] for n, j in self._row_terms}
-        return dict(reward_terms=terms, books={n: v[j] for n, j in self._row_books}, success=f[FLAG.SUCCESS],
-                    out_of_corridor=f[FLAG.OUT_OF_CORRIDOR], rollover=f[FLAG.ROLLOVER], nonfinite=f[FLAG.NONFINITE],
-                    progress=v[INFO.PROGRESS], distance=v[INFO.DISTANCE], s=v[INFO.S],
-                    cross_track=v[INFO.CROSS_TRACK])
+        if extra:
+            terms = {n: float(extra[n][row]) if n in extra else v[j] for n, j in self._row_terms}
+        elif self._builtin_terms:
+            terms = dict(zip(TERM_ORDER, v))  # the terms are the first columns, in this order
+        else:
+            terms = {n: v[j] for n, j in self._row_terms}
+        books = {}
+        for names, j in self._book_blocks:
+            books.update(zip(names, v[j:j + len(names)]))
+        p, d, s, e = self._cols_row
+        fs, fo, fr, fn = self._flags_row
+        return {"reward_terms": terms, "books": books, "success": f[fs], "out_of_corridor": f[fo],
+                "rollover": f[fr], "nonfinite": f[fn], "progress": v[p], "distance": v[d], "s": v[s],
+                "cross_track": v[e]}
 
     def _unpack(self, col, flag, extra: dict) -> dict:
         terms = {n: extra[n] if n in extra else col(self._terms[n]) for n in self.core.terms}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numbers
 
 import numpy as np
@@ -51,9 +53,12 @@ def check_actions(action, n: int | None, width: int = 2, name: str = "action") -
     want = (width,) if n is None else (n, width)
     if a.shape != want:
         raise ValueError(f"{name} must have shape {want}, got {a.shape}")
-    if not np.isfinite(a).all():
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    # a finite sum means every entry is finite (cheap for the single env's two numbers); a
+    # non-finite one may be an overflow of finite entries, so only then is each entry checked
+    if not math.isfinite(a.sum()) and not np.isfinite(a).all():
         raise ValueError(f"{name} contains NaN or inf")
-    return np.ascontiguousarray(a, dtype=np.float64)
+    return a
 
 
 def to_numpy_info(info: dict, row: int | None = None) -> dict:
