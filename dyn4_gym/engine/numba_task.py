@@ -8,9 +8,10 @@ terms and the non-finite guard, and the observation. One kernel call per env ste
 rows (``prange``) from ``TASK_PARALLEL_FROM`` rows; per-row scratch is allocated once per call, never
 per substep.
 
-The state is a :class:`NumbaState` of numpy arrays, stepped in place. tests/test_engine.py holds
-this engine to the torch one: the same seed and actions give the same observations, rewards and
-terminations over 1,000 steps with resets.
+The state is a :class:`NumbaState` of numpy arrays, stepped in place; every layout is the model
+layer's (dyn4_gym.model), and the set-up that packs a task for these kernels lives on the env side
+(dyn4_gym.envs.numba_setup). tests/test_engine_env.py holds this engine to the torch one over
+whole episodes with resets, tests/test_engine_stages.py stage by stage (docs/engines.md).
 
 Nothing compiles at import; the first call compiles (cached on disk by Numba, so a second
 process loads it).
