@@ -170,12 +170,6 @@ def friction_at(b, X, Y, T):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def ground_at(b, X, Y, T):
-    """``(mu, h)`` of row ``b``'s rough terrain ``T`` at world point ``(X, Y)``."""
-    return friction_at(b, X, Y, T), height_at(b, X, Y, T)
-
-
-@njit(cache=True, error_model="numpy", inline="always")
 def height_slope_at(b, X, Y, T):
     """``(h, dh/dX, dh/dY)`` of row ``b``'s rough terrain at ``(X, Y)`` (Terrain.height and
     Terrain.height_gradient): each hill's sine and cosine of one phase, each bump's polynomial."""
@@ -254,14 +248,18 @@ def lags_row(x, d_in, a_in, P, hdt):
     """The clamped commands through the exact first-order lags: ``(delta, a)``."""
     d_cmd = min(max(d_in, -P[PK.DELTA_MAX]), P[PK.DELTA_MAX])
     a_cmd = min(max(a_in, -P[PK.A_BRAKE]), P[PK.A_DRIVE])
-    return steer_lag(x, d_cmd, P, hdt), a_cmd + (x[S.A] - a_cmd) * (math.exp(-hdt / P[PK.TAU_DRIVE])
-                                                                     if P[PK.TAU_DRIVE] > 0 else 0.0)
+    return lag(x[S.DELTA], d_cmd, P[PK.TAU_STEER], hdt), lag(x[S.A], a_cmd, P[PK.TAU_DRIVE], hdt)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def steer_lag(x, d_cmd, P, hdt):
-    dec = math.exp(-hdt / P[PK.TAU_STEER]) if P[PK.TAU_STEER] > 0 else 0.0
-    return d_cmd + (x[S.DELTA] - d_cmd) * dec
+def lag(state, cmd, tau, hdt):
+    """planar.lag: a first-order lag integrated exactly over ``hdt``; ``tau = 0`` passes ``cmd``."""
+    return cmd + (state - cmd) * (math.exp(-hdt / tau) if tau > 0 else 0.0)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _sign(v):
+    return 1.0 if v > 0 else (-1.0 if v < 0 else 0.0)
 
 
 # ------------------------------------------------------- stage 2: the ground under the wheels (corners.ground_under)
@@ -314,7 +312,7 @@ def longitudinal_row(x, a, P, drv, fd, fb, W):
     (tire.longitudinal_forces, or tire.driven_forces with a powertrain's ``(fd, fb)`` [N]).
     Returns ``(sum of loads, sign(vx))``."""
     vx = x[S.VX]
-    sgn = 1.0 if vx > 0 else (-1.0 if vx < 0 else 0.0)
+    sgn = _sign(vx)
     m = P[PK.M]
     fz_sum = W[W_.FZ, 0] + W[W_.FZ, 1] + W[W_.FZ, 2] + W[W_.FZ, 3]
     if a >= 0:
@@ -593,9 +591,8 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     :func:`ground_under_row`), or hands on what the previous substep's books sampled at the same
     pose (:func:`advance_ground`): the ground is sampled once per substep."""
     if drv:  # the steer lags as in dyn4_step; the drive is the powertrain's, recorded as a
-        delta = steer_lag(x, min(max(d_in, -P[PK.DELTA_MAX]), P[PK.DELTA_MAX]), P, hdt)
-        vx = x[S.VX]
-        a = (fd - (1.0 if vx > 0 else (-1.0 if vx < 0 else 0.0)) * fb) / P[PK.M]
+        delta = lag(x[S.DELTA], min(max(d_in, -P[PK.DELTA_MAX]), P[PK.DELTA_MAX]), P[PK.TAU_STEER], hdt)
+        a = (fd - _sign(x[S.VX]) * fb) / P[PK.M]
         braking = fb > abs(fd)
     else:
         delta, a = lags_row(x, d_in, a_in, P, hdt)

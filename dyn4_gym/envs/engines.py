@@ -136,15 +136,14 @@ class NumbaEngine:
         # the packed info's columns by name (model.task.INFO; names repeat between the terms and
         # the books, "damper": one map each)
         self._terms = {n: INFO.TERMS + j for j, n in enumerate(TERM_ORDER)}
-        self._books = {n: INFO.BOOKS + j for j, n in enumerate(BOOK_LINES)}
-        if core.driver:  # the powertrain's lines, after the plant's
-            self._books.update({n: INFO.PT_LINES + j for j, n in enumerate(POWERTRAIN_LINES)})
+        # the books' column blocks: the plant's lines, then the powertrain's (action="driver")
+        self._book_blocks = ((BOOK_LINES, int(INFO.BOOKS)),) + (((POWERTRAIN_LINES, int(INFO.PT_LINES)),)
+                                                               if core.driver else ())
+        self._books = {n: j + k for names, j in self._book_blocks for k, n in enumerate(names)}
         # info_row's lookups, in the info dict's order (a custom term's column is unused: it comes from torch)
         self._row_terms = [(n, self._terms.get(n, -1)) for n in core.terms]
         # the single env's info: contiguous column blocks zipped with their names, ints for flags
         self._builtin_terms = tuple(core.terms) == TERM_ORDER
-        self._book_blocks = ((BOOK_LINES, int(INFO.BOOKS)),) + (((POWERTRAIN_LINES, int(INFO.PT_LINES)),)
-                                                               if core.driver else ())
         self._cols_row = tuple(int(c) for c in (INFO.PROGRESS, INFO.DISTANCE, INFO.S, INFO.CROSS_TRACK))
         self._flags_row = tuple(int(c) for c in (FLAG.SUCCESS, FLAG.OUT_OF_CORRIDOR, FLAG.ROLLOVER, FLAG.NONFINITE))
         self._all_active = {}  # batch size -> an all-True mask (not allocated per step)
