@@ -18,10 +18,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from dataclasses import dataclass
+
 from gymnasium.vector import AutoresetMode
+from numba import njit
 
 import dyn4_gym
 from dyn4_gym.envs import ConfigError, Dyn4Env, Dyn4VectorEnv, RewardTerm
+from dyn4_gym.ground import TERRAIN_KINDS, Ground, GroundKernel, TerrainKind, register_terrain
 
 BOOKS = ("dH", "damper", "dissipated", "drag", "grade", "ground", "lever", "limiter", "residual", "supplied", "tire")
 TERMS = ("action_rate", "comfort", "cross_track", "damper", "energy", "heading", "progress", "speed", "termination",
@@ -174,10 +178,9 @@ def test_engine_choice_and_fallbacks():
         Dyn4Env(engine="numba", compile=True)
     with pytest.raises(ConfigError, match="config.engine"):
         Dyn4Env(engine="jax")
-    grid = {"kind": "grid", "mu": np.full((4, 4), 0.5).tolist()}
-    with pytest.warns(RuntimeWarning, match="torch engine"):
-        env = Dyn4Env(ground=grid)
-    assert env.engine == "torch"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the grid kind has a kernel ground: no fallback
+        assert Dyn4Env(ground={"kind": "grid", "mu": np.full((4, 4), 0.5).tolist()}).engine == "numba"
     env = gym.make("Dyn4Humvee-v1", engine="torch")
     assert env.spec.kwargs["engine"] == "torch" and gym.spec("Dyn4Humvee-v1").kwargs["engine"] == "auto"
     # reset options may switch the engine; the next episode runs on it
@@ -286,3 +289,112 @@ def test_per_row_vehicle_parameters_are_the_same_on_both_engines(action):
     m = tc_env.runner.state.p.m.numpy()
     assert len(set(m.round(6))) == 4 and ((m >= 2000.0) & (m <= 3200.0)).all()
     np.testing.assert_allclose(nb_env.runner.state.P[:, 0], m)
+
+
+# ------------------------------------------------------------------ terrain kinds in the kernel
+@dataclass(frozen=True)
+class _WashboardConfig:
+    """A test kind: per-row washboard ripples across X on a tilted plane, with a friction step."""
+
+    kind: str = "test_washboard"
+    amplitude: float = 0.03  # [m]
+    tilt: float = 0.02  # the largest plane slope drawn
+
+    def validate(self, path):
+        pass
+
+
+@dataclass(frozen=True)
+class _Washboard(Ground):
+    tilt: torch.Tensor  # (B,)
+    phase: torch.Tensor  # (B,)
+    amplitude: float
+
+    def _row(self, t, xy):
+        return t.reshape(-1, *([1] * (xy.ndim - 2)))
+
+    def height(self, xy):
+        return self._row(self.tilt, xy) * xy[..., 0] + self.amplitude * torch.sin(0.5 * xy[..., 0]
+                                                                                   + self._row(self.phase, xy))
+
+    def friction(self, xy):
+        return 0.5 + 0.4 * (xy[..., 1] > 0.0).to(xy.dtype)  # no height_gradient: central differences
+
+
+def _draw_washboard(cfg, ctx):
+    return _Washboard(tilt=cfg.tilt * (2 * ctx.u[:, 0] - 1), phase=6.0 * ctx.u[:, 1], amplitude=cfg.amplitude)
+
+
+@njit(cache=False)
+def _washboard_height(b, X, T):
+    tilt, phase, amp = T
+    return tilt[b] * X + amp[b] * np.sin(0.5 * X + phase[b])
+
+
+@njit(cache=False)
+def _washboard_sample(b, X, Y, T, slope_step):
+    mu = 0.5 + 0.4 * (1.0 if Y > 0.0 else 0.0)
+    mu = 0.8 + 1.0 * (mu - 0.8)  # Ground.__call__'s cover blend around DEFAULT_MU
+    h = _washboard_height(b, X, T)
+    if slope_step > 0.0:  # central differences, as the torch plant takes for a ground without a gradient
+        hx = (_washboard_height(b, X + slope_step, T) - _washboard_height(b, X - slope_step, T)) / (2 * slope_step)
+        hy = (_washboard_height(b, X + 0.0, T) - _washboard_height(b, X - 0.0, T)) / (2 * slope_step)
+        return mu, h, hx, hy
+    return mu, h, 0.0, 0.0
+
+
+def _washboard_pack(g, batch):
+    return (g.tilt.numpy().copy(), g.phase.numpy().copy(), np.full(batch, g.amplitude))
+
+
+def _washboard_unpack(T):
+    return _Washboard(tilt=torch.from_numpy(T[0]), phase=torch.from_numpy(T[1]), amplitude=float(T[2][0]))
+
+
+@pytest.fixture(scope="module")
+def washboard():
+    kind = register_terrain(TerrainKind("test_washboard", _WashboardConfig, _draw_washboard, lambda cfg: 2,
+                                        kernel=GroundKernel(_washboard_sample, _washboard_pack, _washboard_unpack)),
+                            overwrite=True)
+    yield kind
+    TERRAIN_KINDS.pop("test_washboard", None)
+
+
+def test_a_registered_kind_with_a_kernel_ground_runs_in_the_kernel(washboard):
+    """A user's kind with its own Numba sampler: no fallback, the same episodes as the torch
+    engine (1e-9, float64) with resets, and partial resets draw the row's next ground."""
+    kw = dict(dtype="float64", episode_steps=60, ground={"kind": "test_washboard"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env = Dyn4VectorEnv(num_envs=3, engine="numba", **kw)
+    nb = _drive(env, 200, n=3)
+    tc = _drive(Dyn4VectorEnv(num_envs=3, engine="torch", **kw), 200, n=3)
+    assert (nb["term"] | nb["trunc"]).sum() >= 3
+    assert np.array_equal(nb["term"], tc["term"]) and np.array_equal(nb["trunc"], tc["trunc"])
+    _same_obs(nb["obs"], tc["obs"])
+    assert _rel(nb["reward"], tc["reward"]) < 1e-9 and _rel(nb["books"], tc["books"]) < 1e-9
+    st = env.runner.engine.task_state(env.runner.state)  # the torch ground back, for rendering
+    assert isinstance(st.terrain, _Washboard) and st.terrain.tilt.shape == (3,)
+    before = st.terrain.tilt.clone()
+    env.reset(options={"reset_mask": np.array([False, True, False])})
+    after = env.runner.engine.task_state(env.runner.state).terrain.tilt
+    assert after[0] == before[0] and after[2] == before[2] and after[1] != before[1]
+
+
+def test_grid_kind_runs_in_the_kernel_as_on_torch():
+    """The built-in grid kind's kernel sampler (bilinear, central-difference slopes, edge values
+    held outside) drives the same episodes as the torch engine."""
+    rng = np.random.default_rng(0)
+    h = np.cumsum(rng.normal(0.0, 0.02, (80, 60)), axis=0)  # gentle random relief
+    for ground in ({"kind": "grid", "heights": h.tolist(), "origin": (-20.0, -30.0), "spacing": 2.0,
+                    "base_mu": 0.6},
+                   {"kind": "grid", "heights": h.tolist(), "mu": (0.5 + 0.4 * rng.random((80, 60))).tolist(),
+                    "origin": (-20.0, -30.0), "spacing": 2.0}):
+        kw = dict(dtype="float64", episode_steps=80, ground=ground)
+        env = Dyn4VectorEnv(num_envs=2, engine="numba", **kw)
+        assert env.runner.engine.name == "numba"
+        nb = _drive(env, 120, n=2)
+        tc = _drive(Dyn4VectorEnv(num_envs=2, engine="torch", **kw), 120, n=2)
+        assert np.array_equal(nb["term"], tc["term"]) and np.array_equal(nb["trunc"], tc["trunc"])
+        _same_obs(nb["obs"], tc["obs"])
+        assert _rel(nb["reward"], tc["reward"]) < 1e-9 and _rel(nb["books"], tc["books"]) < 1e-9

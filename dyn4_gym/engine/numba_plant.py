@@ -25,11 +25,11 @@ from numba import njit, prange
 
 from ..model.books import BOOK, N_BOOKS
 from ..model.constants import (A_BLEND, DEFAULT_MU, ELLIPSE_EPS, FLOOR_SHARE, MU_FLOOR, MU_FLOOR_SCALE, N_SECANT,
-                               SOFTCAP_WIDTH, SOFTPLUS_LINEAR, SOFTPLUS_MIN)
+                               SLOPE_STEP, SOFTCAP_WIDTH, SOFTPLUS_LINEAR, SOFTPLUS_MIN)
 from ..model.packed import N_PARAMS, PARAM_NAMES, PK, TERRAIN_FIELDS, WHEEL_PARAM_NAMES
 from ..model.state import DYN4 as S, N_DYN4
 
-__all__ = ["pack_params", "unpack_params", "pack_terrain", "dyn4_step_np", "substep_row", "W_", "N_SCRATCH", "DW", "N_DW"]
+__all__ = ["pack_params", "unpack_params", "pack_terrain", "rough_ground", "dyn4_step_np", "substep_row", "W_", "N_SCRATCH", "DW", "N_DW"]
 
 
 def pack_params(p) -> tuple:
@@ -197,6 +197,22 @@ def height_slope_at(b, X, Y, T):
     return h + hb, hx + gbx, hy + gby
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def rough_ground(b, X, Y, T, slope_step):
+    """The rough kind's ground sampler (the kernels' contract for every terrain kind, docs/engines.md):
+    ``(mu, h [m], dh/dX, dh/dY)`` of row ``b`` at world point ``(X, Y)``; the slopes are exact
+    (Terrain.height_gradient), and 0 when ``slope_step`` is 0 (the plant needs no slopes)."""
+    mu = friction_at(b, X, Y, T)
+    if slope_step > 0.0:
+        h, hx, hy = height_slope_at(b, X, Y, T)
+        return mu, h, hx, hy
+    return mu, height_at(b, X, Y, T), 0.0, 0.0
+
+
+# the ground sampler of the functions below (the rough kind's); with_sampler rebuilds them with another
+sampler = rough_ground
+
+
 class W_(IntEnum):
     """Rows of one substep's per-wheel scratch ``W (N_SCRATCH, 4)`` (nothing is allocated per wheel)."""
 
@@ -266,19 +282,23 @@ def _sign(v):
 @njit(cache=True, error_model="numpy", inline="always")
 def ground_under_row(b, Xp, Yp, psi, P, slopes, T, W, row=W_.MU):
     """Friction, height and body-frame slopes under the wheels into ``W[MU, HG, SBX, SBY]`` (or
-    the four rows from ``row``, in that order)."""
+    the four rows from ``row``, in that order), from the terrain kind's sampler on its packed
+    ground ``T`` (the module's global ``sampler``, :func:`rough_ground`; :func:`with_sampler`
+    rebuilds this chain with another). The slope step is the torch plant's central
+    difference step (corners.ground_under), for samplers without an exact gradient."""
     c_psi, s_psi = math.cos(psi), math.sin(psi)
+    step = SLOPE_STEP * P[PK.L] if slopes else 0.0
     for i in range(4):
         xw, yw = P[PK.X_W + i], P[PK.Y_W + i]
         wx = Xp + c_psi * xw - s_psi * yw
         wy = Yp + s_psi * xw + c_psi * yw
-        W[row, i] = friction_at(b, wx, wy, T)
-        if slopes:  # the terrain's exact slope (Terrain.height_gradient), turned into the body frame
-            W[row + 1, i], hx, hy = height_slope_at(b, wx, wy, T)
+        mu, h, hx, hy = sampler(b, wx, wy, T, step)  # the module's global (with_sampler)
+        W[row, i] = mu
+        W[row + 1, i] = h
+        if slopes:  # the world-frame slope turned into the body frame
             W[row + 2, i] = c_psi * hx + s_psi * hy
             W[row + 3, i] = -s_psi * hx + c_psi * hy
         else:
-            W[row + 1, i] = height_at(b, wx, wy, T)
             W[row + 2, i] = 0.0
             W[row + 3, i] = 0.0
 
@@ -616,14 +636,42 @@ def _step_rows_py(X0, U, FE, P, grade, passive, hdt, want_books, T, X1, BK):
                     FE[b, 1], FE[b, 2], False, 0.0, 0.0, dw)
 
 
-def serial_and_parallel(fn):
-    """One serial and one row-parallel (``prange``) build of ``fn``: a thread pool's start costs
-    more than a small batch's whole step. The parallel build compiles a renamed copy, because
-    Numba's disk cache keys a function by its name and would hand the serial build to both."""
-    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_parallel", fn.__defaults__,
-                              fn.__closure__)
-    twin.__qualname__ = fn.__qualname__ + "_parallel"
-    return njit(cache=True, error_model="numpy")(fn), njit(cache=True, error_model="numpy", parallel=True)(twin)
+def rebuild(fn, suffix: str, cache: bool, parallel: bool = False, **names):
+    """A Numba build of the ``@njit`` function (or plain function) ``fn`` with its own options,
+    ``parallel`` if asked, and its globals ``names`` replaced (another sampler, the rebuilt
+    functions it calls), under a renamed copy: Numba's disk cache keys a function by its name
+    and would hand one build to all."""
+    py = getattr(fn, "py_func", fn)
+    twin = types.FunctionType(py.__code__, {**py.__globals__, **names}, py.__name__ + suffix, py.__defaults__,
+                              py.__closure__)
+    twin.__qualname__ = py.__qualname__ + suffix
+    opts = {k: v for k, v in getattr(fn, "targetoptions", {}).items() if k in ("error_model", "inline")}
+    opts.setdefault("error_model", "numpy")
+    return njit(cache=cache, parallel=parallel, **opts)(twin)
+
+
+def with_sampler(ground, cache: bool) -> dict:
+    """The functions that sample the ground, rebuilt with the sampler ``ground`` as their global
+    ``sampler``: ``{name: build}``, by the names the entry kernels call them. A global is bound
+    at compile time; a sampler passed from Python as an argument costs Numba a type lookup on
+    every call (measured 4.2 us, a tenth of a single env's step)."""
+    from .numba_powertrain import drive_substep_row
+
+    sfx = "_" + ground.__name__
+    gur = rebuild(ground_under_row, sfx, cache, sampler=ground)
+    bk = rebuild(books_row, sfx, cache, ground_under_row=gur)
+    sub = rebuild(substep_row, sfx, cache, books_row=bk)
+    return dict(ground_under_row=gur, substep_row=sub,
+                drive_substep_row=rebuild(drive_substep_row, sfx, cache, substep_row=sub))
+
+
+def serial_and_parallel(fn, names=None, suffix: str = "", cache: bool = True):
+    """One serial and one row-parallel (``prange``) build of the entry ``fn``, its globals
+    ``names`` replaced (:func:`rebuild`): a thread pool's start costs more than a small batch's
+    whole step."""
+    sfx = "_" + suffix if suffix else ""
+    return (rebuild(fn, sfx, cache, **(names or {})),
+            rebuild(fn, sfx + "_parallel", cache, parallel=True, **(names or {})))
 
 
 _step_rows_serial, _step_rows_parallel = serial_and_parallel(_step_rows_py)

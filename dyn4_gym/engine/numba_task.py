@@ -31,7 +31,7 @@ from ..model.packed import CC, GC, PK, SC
 from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, TERM, TERM_ORDER
 from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, ground_under_row, height_at, loads_row,
-                          serial_and_parallel, solve_sym3, substep_row)
+                          serial_and_parallel, solve_sym3, substep_row, with_sampler)
 from .numba_powertrain import N_PF, drive_substep_row
 
 __all__ = ["NumbaState", "reset_rows", "observe", "step", "guard_rows"]
@@ -478,15 +478,28 @@ def guard_rows(rows: np.ndarray, info: np.ndarray, flags: np.ndarray, penalty: f
     reward terms that run after the kernel go through the same guard)."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     B = reward.shape[0]
-    _check_rows("guard_rows", rows, B)
+    check_rows("guard_rows", rows, B)
     _check_shape("guard_rows: info", info, (B, len(INFO_COLUMNS)))
     _check_shape("guard_rows: flags", flags, (B, len(FLAG_COLUMNS)))
     if rows.size:
         _guard_rows(rows, info, flags, float(penalty), reward)
 
 
-_KERNELS = {name: serial_and_parallel(fn)
-            for name, fn in (("step", _step_py), ("observe", _observe_py), ("reset", _reset_rows_py))}
+_ENTRIES = {"step": _step_py, "observe": _observe_py, "reset": _reset_rows_py}
+# the entries' builds per ground sampler (None: the rough kind's, the module's own global)
+_KERNELS = {None: {name: serial_and_parallel(fn) for name, fn in _ENTRIES.items()}}
+
+
+def kernels(ground=None, cache: bool = True) -> dict:
+    """The task's entry kernels ``{name: (serial, parallel)}`` with the ground sampler ``ground``
+    (None: the rough kind's, the module's own builds). Another sampler gets its own builds of the
+    chain that samples the ground (numba_plant.with_sampler); only the rough kind resets in the
+    kernel. Built once per sampler; compiled on first call (on disk with ``cache``)."""
+    if ground not in _KERNELS:
+        chain = with_sampler(ground, cache)
+        _KERNELS[ground] = {name: serial_and_parallel(_ENTRIES[name], chain, ground.__name__, cache)
+                            for name in ("step", "observe")}
+    return _KERNELS[ground]
 
 
 # An env step is heavy (~35 us a row), so threads pay from 2 rows (measured on 2 cores, same
@@ -495,12 +508,12 @@ _KERNELS = {name: serial_and_parallel(fn)
 TASK_PARALLEL_FROM = 2
 
 
-def _kernel(name: str, rows: int):
-    serial, parallel = _KERNELS[name]
+def _kernel(k, name: str, rows: int):
+    serial, parallel = k.kernels[name]
     return parallel if rows >= TASK_PARALLEL_FROM else serial
 
 
-def _check_rows(name: str, rows: np.ndarray, B: int) -> None:
+def check_rows(name: str, rows: np.ndarray, B: int) -> None:
     """The kernels index the state by these rows unchecked: each must be a row of the batch."""
     if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= B)):
         raise ValueError(f"{name}: rows must be a 1-D array of indices in [0, {B}), got shape {rows.shape}")
@@ -518,7 +531,7 @@ def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: 
     ``params (len(rows), N_PARAMS)``: the rows' new packed parameters (domain randomisation);
     None keeps ``st.P``'s. ``k`` is the packed task (:class:`dyn4_gym.envs.numba_setup.NumbaTask`)."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
-    _check_rows("reset_rows", rows, st.batch_size)
+    check_rows("reset_rows", rows, st.batch_size)
     keys, episodes = np.asarray(keys), np.asarray(episodes)
     _check_shape("reset_rows: keys", keys, rows.shape)
     _check_shape("reset_rows: episodes", episodes, rows.shape)
@@ -527,7 +540,7 @@ def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: 
     if params is not None:
         _check_shape("reset_rows: params", params, (rows.size, st.P.shape[1]))
         st.P[rows] = params
-    _kernel("reset", rows.size)(rows, np.ascontiguousarray(keys, dtype=np.int64),
+    _kernel(k, "reset", rows.size)(rows, np.ascontiguousarray(keys, dtype=np.int64),
                                 np.ascontiguousarray(episodes, dtype=np.int64), st.P, k.reset_course, k.line_xy,
                                 k.line_heading, k.reset_ground,
                                 k.v0, k.vt, k.pt0, st.x, st.terrain, st.course_xy, st.course_heading, st.idx, st.s,
@@ -537,9 +550,9 @@ def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: 
 def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
     """The observation ``(len(rows), k.n_obs)`` float32 of ``rows`` (default: every row)."""
     rows = np.arange(st.batch_size) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
-    _check_rows("observe", rows, st.batch_size)
+    check_rows("observe", rows, st.batch_size)
     obs = np.empty((rows.size, k.n_obs), dtype=np.float32)
-    _kernel("observe", rows.size)(rows, st.P, k.grade, k.passive, st.terrain, st.course_xy, st.course_heading, st.x,
+    _kernel(k, "observe", rows.size)(rows, st.P, k.grade, k.passive, st.terrain, st.course_xy, st.course_heading, st.x,
                                   st.pt, st.idx, st.s, st.target_speed, k.ahead, k.scales, k.spacing, obs)
     return obs
 
@@ -556,7 +569,7 @@ def step(k, st: NumbaState, actions: np.ndarray, active: np.ndarray):
     rew = np.empty(B)
     info = np.empty((B, len(INFO_COLUMNS)))
     flags = np.empty((B, len(FLAG_COLUMNS)), dtype=np.bool_)
-    _kernel("step", B)(actions, active, st.P, k.grade, k.passive, k.hdt, k.n_sub, st.terrain, k.step_consts,
+    _kernel(k, "step", B)(actions, active, st.P, k.grade, k.passive, k.hdt, k.n_sub, st.terrain, k.step_consts,
                        k.weights, k.ahead, k.scales, k.driver, k.Q, k.maps, st.x, st.course_xy, st.course_heading,
                        st.idx, st.s, st.t, st.prev_action, st.target_speed, st.pt, obs, rew, info, flags)
     return obs, rew, info, flags

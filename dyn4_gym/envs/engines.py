@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from ..model.books import BOOK_LINES, POWERTRAIN_LINES
-from ..model.packed import PK, TERRAIN_FIELDS
+from ..model.packed import PK
 from ..model.state import DYN4
 from ..model.task import FLAG, INFO, TERM_ORDER
 from .core import TaskCore, TaskState
@@ -261,12 +261,9 @@ class NumbaEngine:
     def task_state(self, state) -> TaskState:
         """The state as a torch :class:`TaskState` sharing memory (for rendering and inspection)."""
         from ..engine.numba_plant import unpack_params
-        from ..ground.terrain import Terrain
 
         t = torch.from_numpy
-        terrain = Terrain(**{n: t(a) for n, a in zip(TERRAIN_FIELDS, state.terrain)},
-                          patch_edge=state.terrain[-1])
-        return TaskState(x=t(state.x), terrain=terrain, course_xy=t(state.course_xy),
+        return TaskState(x=t(state.x), terrain=self.task.kernel.unpack(state.terrain), course_xy=t(state.course_xy),
                          course_heading=t(state.course_heading), idx=t(state.idx), s=t(state.s), t=t(state.t),
                          prev_action=t(state.prev_action), target_speed=t(state.target_speed), key=t(state.key),
                          episode=t(state.episode), pt=t(state.pt),

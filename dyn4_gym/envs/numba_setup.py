@@ -7,6 +7,7 @@ the kernels import only the model, the plant and the ground (docs/engines.md).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -18,16 +19,21 @@ from ..engine.numba_plant import pack_params
 from ..engine.numba_powertrain import pack_powertrain
 from ..engine import numba_task
 from ..engine.numba_task import NumbaState
+from ..engine.numba_ground import ROUGH_KERNEL, ground_kernel
 from ..ground.terrain import RoughConfig
 from ..model.constants import PATCH_EDGE
 from ..model.packed import COURSE_CONSTS, GROUND_CONSTS, STEP_CONSTS
 from ..model.state import N_DYN4, N_PT
 from ..model.task import TERM_ORDER, obs_scale
 from ..plant.powertrain import powertrain_at
+from .core import TaskCore
 from .course import centre_line_course
 from .rewards import REWARD_TERMS_BUILTIN
 
 __all__ = ["NumbaTask"]
+
+# the fields a reset writes besides the ground and the parameters (TaskState's, by name)
+_COPIED = ("x", "course_xy", "course_heading", "idx", "s", "t", "prev_action", "target_speed", "key", "episode", "pt")
 
 
 def _packed(names: tuple, **values) -> np.ndarray:
@@ -40,24 +46,40 @@ def _packed(names: tuple, **values) -> np.ndarray:
 class NumbaTask:
     """A :class:`TaskCore`'s task packed for the kernels: parameters, config constants, weights.
 
-    Raises ``ValueError`` for what the kernels do not model (a ground kind other than
-    ``"rough"``, batched parameters).
+    Raises ``ValueError`` for what the kernels do not model (a terrain kind without a
+    :class:`GroundKernel`). The rough kind draws its episodes in the kernel; any other kind draws
+    them on a float64 torch twin of the task (the same streams, so the same episodes as the torch
+    engine), copied into the rows, and steps in the kernel through its sampler.
     """
 
     def __init__(self, core):
         cfg = core.cfg
         g = cfg.ground
-        if type(g) is not RoughConfig:
-            raise ValueError(f"the numba engine models the 'rough' ground kind, not {g.kind!r}")
+        self.kernel = ground_kernel(core.terrain_kind)
+        if self.kernel is None:
+            raise ValueError(f"the terrain kind {g.kind!r} has no ground for the kernels (TerrainKind.kernel, "
+                             "docs/engines.md)")
+        # the kernels with the kind's sampler bound (the rough kind's are the module's own)
+        self.kernels = numba_task.kernels(None if self.kernel is ROUGH_KERNEL else self.kernel.sample,
+                                          self.kernel.cache)
         self.core = core
+        self.in_kernel = self.kernel is ROUGH_KERNEL and type(g) is RoughConfig
         self.P, self.grade, self.passive = pack_params(core.p)
         self.driver, self.n_action, self.n_obs = core.driver, core.n_action, len(core.obs_names)
         self.Q, self.maps = pack_powertrain(core.pt)
         c = cfg.course
         self.hdt, self.n_sub, self.spacing = float(cfg.hdt), int(cfg.substeps), float(c.spacing)
         self.n_points = int(round(c.length / c.spacing)) + 1
-        self.shape = dict(n_hills=g.n_hills, n_patches=g.n_patches, n_bumps=g.n_bumps)
-        self.patch_edge = PATCH_EDGE
+        if self.in_kernel:
+            self.shape = dict(n_hills=g.n_hills, n_patches=g.n_patches, n_bumps=g.n_bumps)
+            self.patch_edge = PATCH_EDGE
+            self.reset_ground = _packed(GROUND_CONSTS, **{n: getattr(g, n) for n in GROUND_CONSTS})
+        else:
+            self.torch_core = core if core.dtype == torch.float64 and core.device.type == "cpu" else TaskCore(
+                dataclasses.replace(cfg, dtype="float64", device="cpu"))
+            # one row's packed ground: the arrays' shapes, or the ground itself when shared
+            self.ground_template = self.kernel.pack(
+                self.torch_core.new_state(torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long)).terrain, 1)
         cap = math.inf if cfg.progress_cap is None else cfg.progress_cap * cfg.control_dt
         self.step_consts = _packed(STEP_CONSTS, spacing=c.spacing, half_width=c.half_width, goal_margin=c.goal_margin,
                                    roll_limit=cfg.roll_limit, episode_steps=cfg.episode_steps, cap=cap,
@@ -74,7 +96,6 @@ class NumbaTask:
                                                                                                    c.spacing))
         else:
             self.line_xy, self.line_heading = np.zeros((0, 2)), np.zeros(0)
-        self.reset_ground = _packed(GROUND_CONSTS, **{n: getattr(g, n) for n in GROUND_CONSTS})
         self.vt = float(cfg.target_speed)
         self.v0 = float(cfg.target_speed if cfg.start_speed is None else cfg.start_speed)
         self.ahead = np.asarray(c.preview, dtype=np.float64)
@@ -89,10 +110,16 @@ class NumbaTask:
 
     def empty_state(self, B: int) -> NumbaState:
         z = np.zeros
-        sh = self.shape
-        terrain = tuple(z((B, sh[k])) for k in ("n_hills",) * 4) + (z(B),) + tuple(
-            z((B, sh["n_patches"])) for _ in range(4)) + tuple(z((B, sh["n_bumps"])) for _ in range(4))
-        return NumbaState(x=z((B, N_DYN4)), terrain=terrain + (self.patch_edge,), course_xy=z((B, self.n_points, 2)),
+        if self.in_kernel:
+            sh = self.shape
+            terrain = tuple(z((B, sh[k])) for k in ("n_hills",) * 4) + (z(B),) + tuple(
+                z((B, sh["n_patches"])) for _ in range(4)) + tuple(z((B, sh["n_bumps"])) for _ in range(4))
+            terrain += (self.patch_edge,)
+        elif self.kernel.shared:
+            terrain = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in self.ground_template)
+        else:
+            terrain = tuple(z((B,) + a.shape[1:]) if isinstance(a, np.ndarray) else a for a in self.ground_template)
+        return NumbaState(x=z((B, N_DYN4)), terrain=terrain, course_xy=z((B, self.n_points, 2)),
                           course_heading=z((B, self.n_points)), idx=z(B, dtype=np.int64), s=z(B),
                           t=z(B, dtype=np.int64), prev_action=z((B, self.n_action)), target_speed=z(B),
                           key=z(B, dtype=np.int64), episode=z(B, dtype=np.int64), pt=z((B, N_PT)),
@@ -103,8 +130,31 @@ class NumbaTask:
         first reset, a vector env's autoreset, a masked reset). With ``vehicle_ranges`` each row's
         vehicle is drawn from its stream first (TaskCore.reset_rows's order)."""
         keys, episodes = np.asarray(keys), np.asarray(episodes)
+        if not self.in_kernel:
+            self._reset_in_torch(st, rows, keys, episodes)
+            return
         params = self.row_params(keys, episodes) if self.core.ranges and len(keys) else None
         numba_task.reset_rows(self, st, rows, keys, episodes, params)
+
+    def _reset_in_torch(self, st: NumbaState, rows, keys: np.ndarray, episodes: np.ndarray) -> None:
+        """A kind drawn in torch: the float64 twin's new episodes, copied into ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        numba_task.check_rows("reset_rows", rows, st.batch_size)
+        if keys.shape != rows.shape or episodes.shape != rows.shape:
+            raise ValueError(f"reset_rows: keys and episodes must have shape {rows.shape}, got {keys.shape} and "
+                             f"{episodes.shape}")
+        if rows.size == 0:
+            return
+        ts = self.torch_core.new_state(torch.as_tensor(keys, dtype=torch.long),
+                                       torch.as_tensor(episodes, dtype=torch.long))
+        for name in _COPIED:
+            getattr(st, name)[rows] = getattr(ts, name).numpy()
+        if ts.p is not None:  # vehicle_ranges: each row's own parameters
+            st.P[rows] = np.stack([pack_params(tree_map(lambda t, i=i: t[i], ts.p))[0] for i in range(rows.size)])
+        if not self.kernel.shared:
+            for a, new in zip(st.terrain, self.kernel.pack(ts.terrain, rows.size)):
+                if isinstance(a, np.ndarray):
+                    a[rows] = new
 
     def row_params(self, keys: np.ndarray, episodes: np.ndarray) -> np.ndarray:
         """``(n, len(P))``: the packed parameters of rows reset with these streams, drawn as

@@ -12,13 +12,13 @@ its disc. Where no operand sets it, ``mu`` is 0.8, the Humvee tire's dry value.
 
 The environments draw a batched ground per row from a registered *terrain kind* (terrain.py):
 ``"rough"`` by default, ``"grid"`` from a user's arrays, and any kind added with
-:func:`register_terrain`.
+:func:`register_terrain` (with a :class:`GroundKernel`, it runs on the Numba engine too).
 """
 
 from .samplers import DEFAULT_MU, Bump, Compose, Flat, Grid, Ground, Hills, MuPatch, MuSplit, Ramp
-from .terrain import (TERRAIN_KINDS, DrawContext, GridConfig, RoughConfig, Terrain, TerrainKind, register_terrain,
-                      terrain_config)
+from .terrain import (TERRAIN_KINDS, DrawContext, GridConfig, GroundKernel, RoughConfig, Terrain, TerrainKind,
+                      register_terrain, terrain_config)
 
 __all__ = ["DEFAULT_MU", "Ground", "Flat", "MuSplit", "MuPatch", "Bump", "Hills", "Ramp", "Grid", "Compose", "Terrain",
-           "TERRAIN_KINDS", "DrawContext", "GridConfig", "RoughConfig", "TerrainKind", "register_terrain",
+           "TERRAIN_KINDS", "DrawContext", "GridConfig", "GroundKernel", "RoughConfig", "TerrainKind", "register_terrain",
            "terrain_config"]

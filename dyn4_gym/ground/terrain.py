@@ -35,7 +35,7 @@ from ..model.constants import PATCH_EDGE
 from ..model.packed import TERRAIN_FIELDS
 from .samplers import Flat, Grid, Ground, bump_height, bump_slope, patch_cover
 
-__all__ = ["Terrain", "DrawContext", "TerrainKind", "TERRAIN_KINDS", "register_terrain", "RoughConfig", "GridConfig",
+__all__ = ["Terrain", "DrawContext", "GroundKernel", "TerrainKind", "TERRAIN_KINDS", "register_terrain", "RoughConfig", "GridConfig",
            "terrain_config", "MAX_SLOPE", "check_slope"]
 
 
@@ -121,13 +121,42 @@ class DrawContext:
 
 
 @dataclass(frozen=True)
+class GroundKernel:
+    """A terrain kind's ground for the Numba engine (docs/engines.md, "Adding a terrain kind").
+
+    - ``sample``: a Numba ``@njit`` function ``sample(b, X, Y, T, slope_step) -> (mu, h, dh/dX,
+      dh/dY)``: friction, height [m] and world-frame slopes of row ``b``'s ground at world point
+      ``(X, Y)`` [m], from the packed ground ``T``. ``slope_step`` is 0 where no slopes are needed;
+      otherwise return the torch ground's ``height_gradient``, or, where it has none, central
+      differences of the height over ``slope_step`` [m] (the torch plant's, corners.ground_under).
+      It must give what the kind's torch ``Ground`` gives at the same point.
+    - ``pack(ground, batch) -> tuple``: the kind's drawn ``Ground`` for ``batch`` rows as float64
+      arrays (and plain floats), row ``b``'s data at index ``b`` of each array's first axis.
+    - ``unpack(T) -> Ground``: the torch ground back, for rendering and inspection.
+    - ``shared``: the ground is the same for every row and episode (the draw reads neither
+      uniforms nor the course): packed once, ``b`` ignored, no per-row copy.
+    - ``cache``: keep the kernels compiled with this sampler in Numba's disk cache. Only for a
+      sampler that never changes under the same name (Numba checks only the kernels' own source
+      files, so an edited sampler would run stale); False compiles once per process (~20 s).
+    """
+
+    sample: Callable
+    pack: Callable
+    unpack: Callable
+    shared: bool = False
+    cache: bool = False
+
+
+@dataclass(frozen=True)
 class TerrainKind:
-    """A registered terrain kind: ``draw(config, ctx) -> batched Ground`` from ``n_uniforms(config)`` draws per row."""
+    """A registered terrain kind: ``draw(config, ctx) -> batched Ground`` from ``n_uniforms(config)``
+    draws per row; with ``kernel`` (:class:`GroundKernel`) it also runs on the Numba engine."""
 
     name: str
     config: type
     draw: Callable
     n_uniforms: Callable = field(default=None)  # None: no draws (a module-level function, so envs pickle)
+    kernel: GroundKernel | None = None  # None: the torch engine only (unless it is a built-in kind)
 
     def __post_init__(self):
         if self.n_uniforms is None:
@@ -148,7 +177,7 @@ def register_terrain(kind: TerrainKind, overwrite: bool = False) -> TerrainKind:
     and a ``validate(path)`` method.
     """
     if not isinstance(kind, TerrainKind):
-        raise TypeError("register_terrain takes a TerrainKind(name, config, draw, n_uniforms)")
+        raise TypeError("register_terrain takes a TerrainKind(name, config, draw, n_uniforms, kernel)")
     if kind.name in TERRAIN_KINDS and not overwrite:
         raise ValueError(f"a terrain kind named {kind.name!r} exists; pass overwrite=True to replace it")
     if getattr(kind.config(), "kind", None) != kind.name:
