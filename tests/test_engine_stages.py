@@ -18,6 +18,7 @@ from dyn4_gym.envs.config import EnvConfig
 from dyn4_gym.envs.core import TaskCore
 from dyn4_gym.envs.course import project
 from dyn4_gym.model.books import BOOK_LINES
+from dyn4_gym.model.constants import LOCKED
 from dyn4_gym.model.state import DYN4 as S
 from dyn4_gym.plant import HUMVEE, dyn4_params
 from dyn4_gym.plant.corners import ackermann, forces_at, grade_force, ground_under, wheel_points
@@ -63,7 +64,8 @@ def _W(f, pl=None, hg1=None):
     """The kernels' per-wheel scratch ``(B, N_SCRATCH, 4)`` filled from the torch stages' outputs."""
     W = np.zeros((B, N_SCRATCH, 4))
     rows = {W_.MU: f.ground.mu, W_.HG: f.ground.h, W_.SBX: f.ground.bx, W_.SBY: f.ground.by, W_.RATE: f.rate,
-            W_.HDOT: f.hdot, W_.SPRING: f.spring, W_.FZ: f.Fz, W_.FX: f.Fx, W_.DP: f.D}
+            W_.HDOT: f.hdot, W_.SPRING: f.spring, W_.FZ: f.Fz, W_.FX: f.Fx, W_.DP: f.D, W_.LOCK: f.lock,
+            W_.LIMIT: f.limit, W_.KLAT: f.k_lat}
     if pl is not None:
         rows.update({W_.COSD: pl.cosd, W_.SIND: pl.sind, W_.G0: pl.gv[0], W_.G1: pl.gv[1], W_.G2: pl.gv[2],
                      W_.N0: pl.nv[0], W_.N1: pl.nv[1], W_.N2: pl.nv[2], W_.SEC: pl.S, W_.FY0: pl.Fy0, W_.FY: pl.Fy})
@@ -101,15 +103,17 @@ def test_each_substep_stage_equals_torch(case, grade, damper):
     for row, ref in ((W_.RATE, f.rate), (W_.HDOT, f.hdot), (W_.SPRING, f.spring), (W_.FZ, f.Fz)):
         _close(f"loads ({row.name})", W3[:, row], ref)
     zero_fd = np.zeros((B, 2))
-    W4 = ns.longitudinal(x.numpy(), a.numpy(), P, False, zero_fd, _W(f))
-    _close("longitudinal (FX)", W4[:, W_.FX], f.Fx)
-    _close("longitudinal (DP)", W4[:, W_.DP], f.D)
     Wf = ns.frames(delta.numpy(), P, _W(f))
-    braking = (a < 0)
+    braking = (a < 0) & (f.lock.min(-1).values < LOCKED)
     f_grade = grade_force(p, step_normal(f, p, hdt), f.ground) if grade else None
     ext = torch.zeros(B, 3, dtype=D) if f_grade is None else torch.stack(f_grade, -1)
     pl = planar_step(x[:, S.VX], x[:, S.VY], x[:, S.R], f.delta_w, f.Fx, f.D, p, hdt, braking=braking,
-                     f_ext=None if f_grade is None else f_grade)
+                     f_ext=None if f_grade is None else f_grade, sliding=(f.lock, f.limit, f.k_lat))
+    assert bool((f.lock == 1).any()) and bool(((f.lock > 0) & (f.lock < 1)).any())  # locked and locking wheels
+    W4 = ns.longitudinal(x.numpy(), a.numpy(), P, False, zero_fd, _W(f, pl))  # on the wheel frames
+    for row, ref in ((W_.FX, f.Fx), (W_.DP, f.D), (W_.LOCK, f.lock), (W_.LIMIT, f.limit)):
+        _close(f"longitudinal ({row.name})", W4[:, row], ref)
+    _close("longitudinal (KLAT)", W4[:, W_.KLAT], torch.broadcast_to(f.k_lat, (B, 4)))
     _close("frames (delta_w)", np.arctan2(Wf[:, W_.SIND], Wf[:, W_.COSD]), ackermann(delta, p))
     for row, ref in ((W_.G0, pl.gv[0]), (W_.G1, pl.gv[1]), (W_.G2, pl.gv[2]), (W_.N0, pl.nv[0]), (W_.N1, pl.nv[1]),
                      (W_.N2, pl.nv[2])):
@@ -167,13 +171,15 @@ def test_driven_stages_equal_torch(case):
     delta = lag(x[:, S.DELTA], d_cmd, p.tau_steer, hdt)
     a = (drive[:, 0] - torch.sign(x[:, S.VX]) * drive[:, 1]) / p.m
     f = forces_at(x, delta, a, p, g, drive=drive)
-    W4 = ns.longitudinal(x.numpy(), a.numpy(), P, True, drive.numpy(), _W(f))
-    _close("longitudinal driven (FX)", W4[:, W_.FX], f.Fx)
-    _close("longitudinal driven (DP)", W4[:, W_.DP], f.D)
     x1, bk_ref, dw_ref = dyn4_drive_step(x, steer, drive, p, g, hdt, books=True)
-    braking = drive[:, 1] > drive[:, 0].abs()
+    braking = (drive[:, 1] > drive[:, 0].abs()) & (f.lock.min(-1).values < LOCKED)
     f_grade = grade_force(p, step_normal(f, p, hdt), f.ground)
-    pl = planar_step(x[:, S.VX], x[:, S.VY], x[:, S.R], f.delta_w, f.Fx, f.D, p, hdt, braking=braking, f_ext=f_grade)
+    pl = planar_step(x[:, S.VX], x[:, S.VY], x[:, S.R], f.delta_w, f.Fx, f.D, p, hdt, braking=braking, f_ext=f_grade,
+                     sliding=(f.lock, f.limit, f.k_lat))
+    assert bool((f.lock > 0).any())
+    W4 = ns.longitudinal(x.numpy(), a.numpy(), P, True, drive.numpy(), _W(f, pl))
+    for row, ref in ((W_.FX, f.Fx), (W_.DP, f.D), (W_.LOCK, f.lock)):
+        _close(f"longitudinal driven ({row.name})", W4[:, row], ref)
     hg1 = g(wheel_points(x1[:, S.X], x1[:, S.Y], x1[:, S.PSI], p))[1]
     FZS = np.stack((f.Fz.sum(-1).numpy(), torch.sign(x[:, S.VX]).numpy()), -1)
     _, dw, _ = ns.books(x.numpy(), x1.numpy(), P, True, passive, True, drive.numpy(), hdt,

@@ -7,6 +7,11 @@ the implicit midpoint rule (every case's heave, roll and pitch change), the driv
 blended over |a| < 0.05 m/s^2 (the cases whose lagged drive is inside it, and their VJPs at
 a = 0), and passive dampers (the bump cases). Cases with no vertical motion, |a| >= 0.05 and
 flat ground were unchanged bit for bit by the other two.
+
+Regenerated for locked wheels (issue 22: a wheel braked past its friction bound slides against
+its patch's velocity, tire.py): the two split_bump cases, whose hard-braked wheels lock, moved
+(next states by up to 1.6e-4, their VJPs by up to 0.38); the cases whose wheels roll are unchanged
+but for one VJP entry by 4.4e-16 (rounding of the sliding share's zero terms).
 """
 
 import json

@@ -138,7 +138,8 @@ def test_reverse_backs_up_and_brakes_stop_it_without_a_sign_flip():
     u2[..., 3] = -1.0
     xs2 = drive_rollout(P, PTH, G, u2, hdt, x0=xs[-1], s0=ss[-1])
     v = xs2[:, 0, 3]
-    assert float(v.max()) <= 0.0 and float(v[-1]) == 0.0
+    # the locked wheels slide to rest (tire.py, "Locked wheels"): smoothly, so at rest to rounding
+    assert float(v.max()) <= 0.0 and abs(float(v[-1])) < 1e-9
     # and forward: from 20 m/s, brake with the throttle still half open
     x0 = dyn4_rest(P, G, batch_shape=(1,))
     x0[:, 3] = 20.0
@@ -149,8 +150,8 @@ def test_reverse_backs_up_and_brakes_stop_it_without_a_sign_flip():
     u3[..., 1] = 0.5
     u3[..., 2] = 1.0
     v3 = drive_rollout(P, PTH, G, u3, hdt, x0=x0, s0=s0)[:, 0, 3]
-    assert float(v3.min()) >= 0.0 and float(v3[-1]) == 0.0
-    stop = int((v3 == 0).nonzero()[0])
+    assert float(v3.min()) >= 0.0 and float(v3[-1]) < 1e-9  # locked: sliding to rest, never past it
+    stop = int((v3 < 1e-6).nonzero()[0])
     # a full stop from 20 m/s within 25 % of v^2 / (2 mu g) (the half-open throttle pushes)
     dist = float(((v3[:stop] + v3[1:stop + 1]) / 2).sum()) * hdt
     assert dist < 1.25 * 20.0**2 / (2 * 0.8 * 9.81)

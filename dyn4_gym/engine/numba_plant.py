@@ -24,8 +24,9 @@ from enum import IntEnum
 from numba import njit, prange
 
 from ..model.books import BOOK, N_BOOKS
-from ..model.constants import (A_BLEND, DEFAULT_MU, ELLIPSE_EPS, FLOOR_SHARE, MU_FLOOR, MU_FLOOR_SCALE, N_SECANT,
-                               SLOPE_STEP, SOFTCAP_WIDTH, SOFTPLUS_LINEAR, SOFTPLUS_MIN)
+from ..model.constants import (A_BLEND, DEFAULT_MU, ELLIPSE_EPS, FLOOR_SHARE, LOCK_WIDTH, LOCKED, MU_FLOOR,
+                               MU_FLOOR_SCALE, N_SECANT, SLIDE_ANGLE, SLOPE_STEP, SOFTCAP_WIDTH, SOFTPLUS_LINEAR,
+                               SOFTPLUS_MIN)
 from ..model.packed import N_PARAMS, PARAM_NAMES, PK, TERRAIN_FIELDS, WHEEL_PARAM_NAMES
 from ..model.state import DYN4 as S, N_DYN4
 
@@ -138,6 +139,13 @@ def _secant(w, u, D, B, C, E, v_lat):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def _sliding_secant(u, w, limit, k_lat, v_lat):
+    """tire.sliding_secant: ``|F| / |v|`` of a sliding patch moving at ``(u, w)``."""
+    v2 = u * u + w * w + v_lat * v_lat
+    return limit * (u * u + k_lat * (w * w + v_lat * v_lat)) / (v2 * math.sqrt(v2))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def height_at(b, X, Y, T):
     """The height [m] of row ``b``'s rough terrain ``T`` (:func:`pack_terrain`) at world point ``(X, Y)``."""
     kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
@@ -241,6 +249,9 @@ class W_(IntEnum):
     HG1 = 22  # ground when the caller hands it on, advance_ground), in MU..SBY's order
     SBX1 = 23
     SBY1 = 24
+    LOCK = 25  # 0..1 how locked the wheel is (tire.lock_share)
+    LIMIT = 26  # [N] its friction bound mu Fz
+    KLAT = 27  # the lateral law's full slide over its peak (tire.slide_friction), where LOCK != 0
 
 
 N_SCRATCH = len(W_)
@@ -328,10 +339,11 @@ def loads_row(x, P, passive, W):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def longitudinal_row(x, a, P, drv, fd, fb, W):
-    """Load-sensitive friction, the longitudinal forces and the lateral peaks into ``W[FX, DP]``
-    (tire.longitudinal_forces, or tire.driven_forces with a powertrain's ``(fd, fb)`` [N]).
-    Returns ``(sum of loads, sign(vx))``."""
-    vx = x[S.VX]
+    """Load-sensitive friction, the longitudinal forces, the lateral peaks and the locked wheels
+    into ``W[FX, DP, LOCK, LIMIT, KLAT]`` (tire.longitudinal_forces, or tire.driven_forces with a
+    powertrain's ``(fd, fb)`` [N], then corners.forces_at's sliding share), on the wheel frames
+    ``W[G0..N2]``. Returns ``(sum of loads, sign(vx))``."""
+    vx, vy, r = x[S.VX], x[S.VY], x[S.R]
     sgn = _sign(vx)
     m = P[PK.M]
     fz_sum = W[W_.FZ, 0] + W[W_.FZ, 1] + W[W_.FZ, 2] + W[W_.FZ, 3]
@@ -349,10 +361,22 @@ def longitudinal_row(x, a, P, drv, fd, fb, W):
         limit = mu_i * Fz
         if drv:  # drive by the differentials' shares, brakes by load
             fx = _softcap(fd * share_d - fb * sl * sgn, limit)
+            demand = fb * sl
         else:
-            fx = _softcap(total * (sl + s * (share_d - sl)), limit)
-        W[W_.FX, i] = fx
+            share = sl + s * (share_d - sl)
+            fx = _softcap(total * share, limit)
+            demand = (m * max(-a, 0.0)) * share
         W[W_.DP, i] = limit * _ellipse((fx / limit) ** 2)
+        lk = min(max((demand / limit - 1.0) / LOCK_WIDTH, 0.0), 1.0)
+        lam = lk * lk * (3.0 - 2.0 * lk)
+        if lam != 0.0:  # the locked share slides against the patch's velocity (at lam = 0 torch's blend is fx)
+            ba = P[PK.B + i] * SLIDE_ANGLE  # tire.slide_friction
+            k_lat = math.sin(P[PK.C + i] * math.atan(ba - P[PK.E + i] * (ba - math.atan(ba))))
+            u0 = W[W_.G0, i] * vx + W[W_.G1, i] * vy + W[W_.G2, i] * r
+            w0 = W[W_.N0, i] * vx + W[W_.N1, i] * vy + W[W_.N2, i] * r
+            fx = (1.0 - lam) * fx - lam * (_sliding_secant(u0, w0, limit, k_lat, P[PK.V_LAT]) * u0)
+            W[W_.KLAT, i] = k_lat  # read by the secants only where lam != 0
+        W[W_.FX, i], W[W_.LOCK, i], W[W_.LIMIT, i] = fx, lam, limit
     return fz_sum, sgn
 
 
@@ -375,9 +399,8 @@ def forces_row(x, delta, a, P, passive, drv, fd, fb, W):
     """Stage 3 (corners.forces_at) and the wheel frames, on the ground ``W[MU..SBY]`` holds at
     ``x``'s pose (stage 2, :func:`ground_under_row`); returns ``(sum of loads, sign(vx))``."""
     loads_row(x, P, passive, W)
-    fz_sum, sgn = longitudinal_row(x, a, P, drv, fd, fb, W)
     frames_row(delta, P, W)
-    return fz_sum, sgn
+    return longitudinal_row(x, a, P, drv, fd, fb, W)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -401,7 +424,11 @@ def _secants(vx, vy, r, P, W):
     for i in range(4):
         w = W[W_.N0, i] * vx + W[W_.N1, i] * vy + W[W_.N2, i] * r
         uu = W[W_.G0, i] * vx + W[W_.G1, i] * vy + W[W_.G2, i] * r
-        W[W_.SEC, i] = _secant(w, uu, W[W_.DP, i], P[PK.B + i], P[PK.C + i], P[PK.E + i], P[PK.V_LAT])
+        sec = _secant(w, uu, W[W_.DP, i], P[PK.B + i], P[PK.C + i], P[PK.E + i], P[PK.V_LAT])
+        lam = W[W_.LOCK, i]
+        if lam != 0.0:  # planar_step's sliding share (exactly sec at lam = 0)
+            sec = (1.0 - lam) * sec + lam * _sliding_secant(uu, w, W[W_.LIMIT, i], W[W_.KLAT, i], P[PK.V_LAT])
+        W[W_.SEC, i] = sec
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -618,6 +645,8 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
         delta, a = lags_row(x, d_in, a_in, P, hdt)
         braking = a < 0
     fz_sum, sgn = forces_row(x, delta, a, P, passive, drv, fd, fb, W)
+    # the clamp holds rolling wheels only (dyn4._advance): off once every wheel is LOCKED
+    braking = braking and min(min(W[W_.LOCK, 0], W[W_.LOCK, 1]), min(W[W_.LOCK, 2], W[W_.LOCK, 3])) < LOCKED
     gr0, gr1, gr2 = grade_row(P, passive, hdt, W) if grade else (0.0, 0.0, 0.0)
     vx1, vy1, r1, vx_free, drag = planar_row(x, P, hdt, braking, gr0 + fe0, gr1 + fe1, gr2 + fe2, W)
     vertical_row(x, P, hdt, W, y)

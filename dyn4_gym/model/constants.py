@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["A_BLEND", "DEFAULT_MU", "ELLIPSE_EPS", "FLOOR_SHARE", "MU_FLOOR", "MU_FLOOR_SCALE", "N_SECANT", "OBS_CLIP",
-           "PATCH_EDGE", "RPM", "SLOPE_STEP", "SOFTCAP_WIDTH", "SOFTPLUS_LINEAR", "SOFTPLUS_MIN"]
+__all__ = ["A_BLEND", "DEFAULT_MU", "ELLIPSE_EPS", "FLOOR_SHARE", "LOCK_WIDTH", "LOCKED", "MU_FLOOR", "MU_FLOOR_SCALE", "N_SECANT",
+           "OBS_CLIP", "PATCH_EDGE", "RPM", "SLIDE_ANGLE", "SLOPE_STEP", "SOFTCAP_WIDTH", "SOFTPLUS_LINEAR",
+           "SOFTPLUS_MIN"]
 
 # ---- tire and corners (plant/tire.py, plant/corners.py)
 A_BLEND = 0.05  # [m/s^2] the drive (by drive share) and brake (by load) shares blend over |a| < A_BLEND
@@ -21,6 +22,13 @@ FLOOR_SHARE = 0.01  # a wheel's load is floored (softplus) at this share of its 
 SOFTPLUS_LINEAR = 20.0  # softplus(z) = z above this argument (torch's threshold)
 SOFTPLUS_MIN = 1e-6  # softplus floors clamp at this share of their scale (stays positive in float32)
 SLOPE_STEP = 1e-3  # central-difference step of the ground's slope, share of the wheelbase
+# A braked wheel locks when its brakes ask more than the road can give: it goes from rolling to
+# sliding as the brake demand grows from 1 to 1 + LOCK_WIDTH times its friction bound mu Fz (a C1
+# smoothstep, so the step stays differentiable through lock-up). 0.25: the softcap's own blend
+# (SOFTCAP_WIDTH) ends at 1.1, so the rolling force is saturated before the wheel slides.
+LOCK_WIDTH = 0.25
+LOCKED = 0.5  # the speed clamp is off once every wheel's lock share reaches this (plant/dyn4.py)
+SLIDE_ANGLE = math.pi / 2  # [rad] the slip angle of a patch sliding sideways: the lateral law's full slide
 N_SECANT = 3  # extra secant passes of the implicit lateral step (a fixed count: no data-dependent loop)
 
 # ---- ground (ground/samplers.py, ground/terrain.py)

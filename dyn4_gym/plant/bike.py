@@ -33,7 +33,7 @@ def _loads(p: BikeParams, ax: torch.Tensor) -> torch.Tensor:
 def _forces(p, a, vx, Fz, mu_g):
     eps = p.eps_load.unsqueeze(-1) if p.eps_load.ndim else p.eps_load
     mu = load_sensitive_mu(mu_g, Fz, p.Fz0, eps)
-    Fx, limit = longitudinal_forces(a, vx, Fz, mu, p)
+    Fx, limit, _ = longitudinal_forces(a, vx, Fz, mu, p)  # the single-track plant keeps rolling wheels
     return Fx, lateral_peak(Fx, limit)
 
 

@@ -28,7 +28,9 @@ import torch
 from .._math import softplus_floor
 from ..model.constants import FLOOR_SHARE, SLOPE_STEP
 from .params import Dyn4Params
-from .tire import driven_forces, lateral_peak, load_sensitive_mu, longitudinal_forces
+from .planar import twist_dot, wheel_frames
+from .tire import (driven_forces, lateral_peak, load_sensitive_mu, lock_share, longitudinal_forces, slide_friction,
+                   sliding_secant)
 
 __all__ = ["FLOOR_SHARE", "SLOPE_STEP", "Forces", "GroundUnder", "ackermann", "corner_dot", "corner_sum",
            "forces_at", "ground_rate", "ground_under", "grade_force", "needs_slopes", "wheel_points"]
@@ -135,10 +137,12 @@ class Forces(NamedTuple):
     spring: torch.Tensor  # unfloored spring forces k_i l_i
     Fz: torch.Tensor  # loads (floored, positive)
     mu: torch.Tensor  # load-sensitive friction
-    Fx: torch.Tensor  # longitudinal forces along each wheel's heading
-    D: torch.Tensor  # peak lateral force left inside the friction ellipse
+    Fx: torch.Tensor  # longitudinal forces along each wheel's heading (rolling and sliding shares)
+    D: torch.Tensor  # peak lateral force the rolling share leaves inside the friction ellipse
     limit: torch.Tensor  # mu Fz
     rate: torch.Tensor  # [m/s] each corner's vertical rate a_i . qd
+    lock: torch.Tensor  # 0..1: how locked each wheel is (tire.lock_share)
+    k_lat: torch.Tensor  # (n,) the lateral law's full slide over its peak (tire.slide_friction)
 
     @property
     def mu_ground(self) -> torch.Tensor:
@@ -178,11 +182,21 @@ def forces_at(x: torch.Tensor, delta: torch.Tensor, a: torch.Tensor, p: Dyn4Para
     Fz = softplus_floor(spring - p.damp * (rate - hdot), FLOOR_SHARE * p.Fz0)
     mu = load_sensitive_mu(gu.mu, Fz, p.Fz0, _u(p.eps_load))
     if drive is None:
-        Fx, limit = longitudinal_forces(a, x[..., 3], Fz, mu, p)
+        Fx, limit, demand = longitudinal_forces(a, x[..., 3], Fz, mu, p)
     else:
-        Fx, limit = driven_forces(drive, x[..., 3], Fz, mu, p)
-    return Forces(delta=delta, a=a, delta_w=ackermann(delta, p), ground=gu, hdot=hdot, spring=spring, Fz=Fz,
-                  mu=mu, Fx=Fx, D=lateral_peak(Fx, limit), limit=limit, rate=rate)
+        Fx, limit, demand = driven_forces(drive, x[..., 3], Fz, mu, p)
+    # locked wheels slide against their patch's velocity (tire.py, "Locked wheels"); the
+    # longitudinal part is explicit, at the step's start, like the rolling force
+    delta_w = ackermann(delta, p)
+    lock = lock_share(demand, limit)
+    k_lat = slide_friction(p.B, p.C, p.E)
+    _, _, gv, nv = wheel_frames(delta_w, p)
+    vx, vy, r = x[..., 3], x[..., 4], x[..., 5]
+    u0 = twist_dot(gv, vx, vy, r)
+    sliding = sliding_secant(u0, twist_dot(nv, vx, vy, r), limit, k_lat, _u(p.v_lat)) * u0
+    return Forces(delta=delta, a=a, delta_w=delta_w, ground=gu, hdot=hdot, spring=spring, Fz=Fz, mu=mu,
+                  Fx=(1 - lock) * Fx - lock * sliding, D=lateral_peak(Fx, limit), limit=limit, rate=rate, lock=lock,
+                  k_lat=k_lat)
 
 
 def grade_force(p, normal: torch.Tensor, gu: GroundUnder) -> tuple:

@@ -23,7 +23,10 @@ Choices docs/plant.md leaves open (and why):
   equal over the four wheels (full-time 4WD with open differentials); brakes split by load;
   the low-speed blend of the slip angle at 0.5 m/s (tire.py).
 - The brakes never reverse the car: a braking step that would cross ``vx = 0`` ends at rest
-  (speed clamp, planar.py). There is no reverse gear, but a car without brakes may roll back.
+  (speed clamp, planar.py) while a wheel still rolls. There is no reverse gear, but a car without
+  brakes may roll back. Once every wheel is at least half locked (tire.py, "Locked wheels") the
+  clamp is off: the sliding friction opposes each patch's velocity and is smooth through
+  ``vx = 0``, so the body is never held along one axis while it slides along another.
 - Gravity along the ground (the grade force) is off by default, as in the seeds: the terrain
   only lifts the springs and the books show that energy on their ``ground`` line.
   ``dyn4_params(..., grade_force=True)`` adds it (:func:`dyn4_gym.plant.corners.grade_force`).
@@ -36,6 +39,7 @@ from typing import NamedTuple
 import torch
 
 from ..ground import Flat, Ground
+from ..model.constants import LOCKED
 from .corners import Forces, ackermann, corner_sum, forces_at, grade_force, wheel_points
 from .energy import contact_rates, step_books
 from .params import Dyn4Params
@@ -156,13 +160,15 @@ def _advance(x, f: Forces, p: Dyn4Params, g: Ground, hdt: float, braking, books:
     """Stages 4-7 from the forces ``f`` (and the books): what both entry points share."""
     vx, vy, r = x[..., DYN4.VX], x[..., DYN4.VY], x[..., DYN4.R]
     q, qd = x[..., DYN4.Z:DYN4.THETA + 1], x[..., DYN4.ZD:DYN4.THETAD + 1]
+    braking = braking & (f.lock.min(-1).values < LOCKED)  # the clamp holds rolling wheels only
     f_grade = grade_force(p, step_normal(f, p, hdt), f.ground) if p.grade_force else None
     port = None if f_ext is None else (f_ext[..., 0], f_ext[..., 1], f_ext[..., 2])
     if port is None or f_grade is None:
         f_all = f_grade if port is None else port
     else:
         f_all = tuple(a + b for a, b in zip(f_grade, port))
-    pl = planar_step(vx, vy, r, f.delta_w, f.Fx, f.D, p, hdt, braking=braking, f_ext=f_all)
+    pl = planar_step(vx, vy, r, f.delta_w, f.Fx, f.D, p, hdt, braking=braking, f_ext=f_all,
+                     sliding=(f.lock, f.limit, f.k_lat))
     fx_b = (f.Fx * pl.cosd - pl.Fy * pl.sind).sum(-1)
     fy_b = (f.Fx * pl.sind + pl.Fy * pl.cosd).sum(-1)
     q1, qd1 = _vertical(q, qd, fx_b, fy_b, f, p, hdt)

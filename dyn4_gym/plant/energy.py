@@ -42,7 +42,7 @@ from ..model.books import BOOK_LINES
 from .corners import Forces, corner_dot, corner_sum, forces_at, grade_force, wheel_points
 from .params import Dyn4Params
 from .planar import Planar, twist_dot, wheel_frames
-from .tire import lateral_secant
+from .tire import wheel_secant
 
 __all__ = ["Books", "BOOK_LINES", "contact_rates", "dyn4_energy", "step_books", "sum_books", "PHStructure", "ph_structure", "ph_rhs",
            "ph_state"]
@@ -194,7 +194,7 @@ def ph_structure(x: torch.Tensor, p: Dyn4Params, g) -> PHStructure:
     vx, vy, r, zd, phid, thetad = _twist(x)
     cosd, sind, gv, nv = wheel_frames(f.delta_w, p)
     w = twist_dot(nv, vx, vy, r)
-    S = lateral_secant(w, twist_dot(gv, vx, vy, r), f.D, p.B, p.C, p.E, _u(p.v_lat))
+    S = wheel_secant(w, twist_dot(gv, vx, vy, r), f.D, p.B, p.C, p.E, _u(p.v_lat), (f.lock, f.limit, f.k_lat))
     Fy = -S * w
     batch = S.shape[:-1]
     dt = x.dtype

@@ -32,7 +32,7 @@ import torch
 from typing import NamedTuple
 
 from ..model.constants import N_SECANT
-from .tire import lateral_secant
+from .tire import wheel_secant
 
 __all__ = ["N_SECANT", "Planar", "check_step_args", "lag", "clamp_inputs", "planar_step", "twist_dot", "wheel_frames"]
 
@@ -96,12 +96,14 @@ def twist_dot(v, vx, vy, r):
     return v[0] * vx.unsqueeze(-1) + v[1] * vy.unsqueeze(-1) + v[2] * r.unsqueeze(-1)
 
 
-def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=None):
+def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=None, sliding=None):
     """One in-plane substep. Shapes: twist ``(...)``, per-wheel ``(..., n)``.
 
     Returns a :class:`Planar`. ``braking`` (...) bool
     enables the speed clamp; ``f_ext`` an optional constant generalised force ``(fx, fy, mz)``
-    on the twist over the step (the grade force).
+    on the twist over the step (the grade force). ``sliding = (lock, limit, k_lat)``: the locked
+    share of each wheel slides (tire.py, "Locked wheels"), its lateral secant
+    ``tire.sliding_secant``; None: every wheel rolls (the single-track plant).
     """
     m, Iz = p.m, p.Iz
     cosd, sind, gv, nv = wheel_frames(delta_w, p)
@@ -109,7 +111,7 @@ def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=No
     v_lat = p.v_lat.unsqueeze(-1) if p.v_lat.ndim else p.v_lat
 
     def secant(vx_, vy_, r_):
-        return lateral_secant(twist_dot(nv, vx_, vy_, r_), twist_dot(gv, vx_, vy_, r_), D, B, C, E, v_lat)
+        return wheel_secant(twist_dot(nv, vx_, vy_, r_), twist_dot(gv, vx_, vy_, r_), D, B, C, E, v_lat, sliding)
 
     S0 = secant(vx, vy, r)
     Fy0 = -S0 * twist_dot(nv, vx, vy, r)

@@ -28,6 +28,15 @@ driven wheels by ``drive_share`` and capped by power, ``F / (1 + (F vx / P)^4)^(
 against the direction of travel, ``sign(vx)``, at full strength down to rest: the in-plane step's
 speed clamp stops the car and holds it while the brakes are on (planar.py).
 Each wheel's force is then capped by ``mu_i Fz_i`` with :func:`dyn4_gym._math.softcap`.
+
+Locked wheels (issue 22): a wheel whose brakes ask more than ``mu_i Fz_i`` locks over brake demands
+of 1 to ``1 + LOCK_WIDTH`` times that bound (:func:`lock_share`, a C1 smoothstep). A locked wheel's
+patch slides: its force opposes the patch's velocity ``(u_i, w_i)``, whatever the wheel's heading,
+with the full-slide friction ``mu_i Fz_i k_i`` (:func:`sliding_force`), where ``k_i`` blends the
+longitudinal law's full slide (1: the softcap holds the peak) and the lateral law's (Pacejka at a
+90 deg slip angle, 0.90 for the Humvee) by the slide's direction. The lateral part enters the
+implicit lateral step as a secant ``mu_i Fz_i k_i / |v_i|``, the longitudinal part is explicit like
+the rolling force. A rolling wheel (share ``1 - lambda``) keeps the law above.
 """
 
 from __future__ import annotations
@@ -35,10 +44,10 @@ from __future__ import annotations
 import torch
 
 from .._math import atanc, ellipse_factor, sinc_unnormalised, softcap, softplus_floor
-from ..model.constants import A_BLEND, MU_FLOOR, MU_FLOOR_SCALE
+from ..model.constants import A_BLEND, LOCK_WIDTH, MU_FLOOR, MU_FLOOR_SCALE, SLIDE_ANGLE
 
 __all__ = ["A_BLEND", "pacejka", "lateral_secant", "load_sensitive_mu", "longitudinal_forces", "driven_requests",
-           "driven_forces"]
+           "driven_forces", "lock_share", "slide_friction", "sliding_secant", "wheel_secant"]
 
 
 
@@ -96,7 +105,8 @@ def longitudinal_forces(a, vx, Fz, mu, p):
     s = (s * s * (3.0 - 2.0 * s)).unsqueeze(-1)  # 1: drive share, 0: load share
     share = share_load + s * (p.drive_share - share_load)
     limit = mu * Fz
-    return softcap(total.unsqueeze(-1) * share, limit), limit
+    demand = (m * (-a).clamp(min=0.0)).unsqueeze(-1) * share  # what the brakes ask of each wheel, at any vx
+    return softcap(total.unsqueeze(-1) * share, limit), limit, demand
 
 
 def driven_requests(drive, vx, Fz, p):
@@ -114,12 +124,47 @@ def driven_requests(drive, vx, Fz, p):
 
 
 def driven_forces(drive, vx, Fz, mu, p):
-    """``(Fx, limit)`` like :func:`longitudinal_forces`, from the powertrain's forces instead of
-    an acceleration command: ``Fx_i = softcap(D_i - Bk_i, mu_i Fz_i)`` (:func:`driven_requests`).
+    """``(Fx, limit, demand)`` like :func:`longitudinal_forces`, from the powertrain's forces instead
+    of an acceleration command: ``Fx_i = softcap(D_i - Bk_i, mu_i Fz_i)`` (:func:`driven_requests`).
     No power cap and no blend: the powertrain's maps already bound the drive force."""
     D, Bk = driven_requests(drive, vx, Fz, p)
     limit = mu * Fz
-    return softcap(D - Bk, limit), limit
+    demand = drive[..., 1:2] * (Fz / Fz.sum(-1, keepdim=True))  # each wheel's brake force, unsigned
+    return softcap(D - Bk, limit), limit, demand
+
+
+def lock_share(demand, limit) -> torch.Tensor:
+    """How locked each braked wheel is, 0 (rolling) to 1 (sliding): a C1 smoothstep of its brake
+    demand over its friction bound, from 1 to ``1 + LOCK_WIDTH`` (model/constants.py)."""
+    s = ((demand / limit - 1.0) / LOCK_WIDTH).clamp(0.0, 1.0)
+    return s * s * (3.0 - 2.0 * s)
+
+
+def slide_friction(B, C, E) -> torch.Tensor:
+    """The lateral law's full slide over its peak: Pacejka at a 90 deg slip angle (0.90 for the
+    Humvee's B, C, E)."""
+    return pacejka(torch.as_tensor(SLIDE_ANGLE, dtype=B.dtype, device=B.device), B, C, E)
+
+
+def wheel_secant(w, u, D, B, C, E, v_lat, sliding=None) -> torch.Tensor:
+    """The lateral secant ``-F_y / w`` of wheels moving at ``(u, w)``: the rolling law
+    (:func:`lateral_secant`) and, with ``sliding = (lock, limit, k_lat)``, each wheel's locked
+    share sliding (:func:`sliding_secant`). Exactly the rolling secant where ``lock`` is 0."""
+    S = lateral_secant(w, u, D, B, C, E, v_lat)
+    if sliding is None:
+        return S
+    lock, limit, k_lat = sliding
+    return (1 - lock) * S + lock * sliding_secant(u, w, limit, k_lat, v_lat)
+
+
+def sliding_secant(u, w, limit, k_lat, v_lat) -> torch.Tensor:
+    """``|F| / |v|`` [N s/m] of a sliding patch moving at ``(u, w)`` [m/s] along and across its
+    wheel: friction ``limit`` times ``(u^2 + k_lat (w^2 + v_lat^2)) / |v|^2`` (the longitudinal
+    law's full slide, 1, blended by direction into the lateral law's, ``k_lat``), over
+    ``|v| = sqrt(u^2 + w^2 + v_lat^2)`` (``v_lat`` keeps the direction smooth at rest). The force
+    is ``-secant (u, w)``."""
+    v2 = u * u + w * w + v_lat * v_lat
+    return limit * (u * u + k_lat * (w * w + v_lat * v_lat)) / (v2 * torch.sqrt(v2))
 
 
 def lateral_peak(Fx, limit) -> torch.Tensor:
