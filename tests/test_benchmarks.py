@@ -63,3 +63,27 @@ def test_learning_benchmark_shards_share_one_csv(tmp_path, capsys, load_script):
     with pytest.raises(SystemExit) as e:
         lb.main(args + ["--shard", "2/2"])
     assert e.value.code == 2
+
+
+@pytest.mark.slow
+def test_the_chrono_runs_harness_reads_the_bundled_runs_and_drives_the_plant(load_script):
+    """benchmarks/chrono_runs.py (issue 22's validation against Chrono's HMMWV): the bundled runs
+    line up (10 s and 15 s at 100 Hz from the origin), and on the straight acceleration run the
+    M998 preset covers Chrono's distance within 10 % (measured 95.9 m against 92.0 m: the preset
+    is not Chrono's, whose gear ratios and engine differ; the RMS gate waits for a Chrono preset)."""
+    import numpy as np
+    import torch
+
+    cr = load_script("benchmarks/chrono_runs.py")
+    from dyn4_gym.plant import HUMVEE, dyn4_params
+    from dyn4_gym.plant.powertrain import HUMVEE_POWERTRAIN
+
+    for name, seconds in (("acc", 10.0), ("steer", 15.0)):
+        inputs, ref = cr.load_run(name)
+        assert inputs.shape[1] == 4 and ref.shape[1] == 3
+        assert ref[0].tolist() == [0.0, 0.0, 0.0] and ref[-1, 0] == pytest.approx(seconds)
+        assert np.allclose(np.diff(ref[:, 0]), 0.01, atol=1e-9)
+    inputs, ref = cr.load_run("acc")
+    ours = cr.drive(inputs, ref[:, 0], dyn4_params(HUMVEE, dtype=torch.float64), HUMVEE_POWERTRAIN, 0.8)
+    assert ours.shape == (len(ref), 2) and ours[0].tolist() == pytest.approx([0.0, 0.0], abs=1e-9)
+    assert ours[-1, 0] == pytest.approx(ref[-1, 1], rel=0.10)

@@ -1,0 +1,96 @@
+"""The plant against Project Chrono's HMMWV on the two public reference runs LFDM validates its
+18-DOF model against (issue 22): position RMS over each run, beside LFDM's published figures.
+
+The runs (uwsbel/low-fidelity-dynamic-models at 992faca, MIT; bundled in
+``dyn4_gym/data/chrono_runs/`` with the licence): driver inputs ``acc.txt`` and ``steer.txt``
+(time [s], steer in [-1, 1], throttle, brake in [0, 1], linearly interpolated between the rows)
+and Chrono's trajectories ``chrono_acc.txt`` / ``chrono_steer.txt`` (time, x, y at 100 Hz), from
+rest at the origin heading +x on flat ground. Our plant is driven through its powertrain
+(``drive_step``, steer times the preset's max steer) from the same rest state on ``Flat(mu)``.
+
+Nothing here is fitted to these traces: they are a gate, never a target.
+
+    python benchmarks/chrono_runs.py [--mu 0.8] [--plot docs/chrono_runs.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import dyn4_gym
+from dyn4_gym.ground import Flat
+from dyn4_gym.plant import HUMVEE, dyn4_params, dyn4_rest
+from dyn4_gym.plant.drive import drive_step
+from dyn4_gym.plant.powertrain import HUMVEE_POWERTRAIN, powertrain_rest
+
+DATA = Path(dyn4_gym.__file__).parent / "data" / "chrono_runs"
+LFDM_RMS = {"acc": 2.38, "steer": 3.61}  # [m] LFDM's 18-DOF model against the same Chrono runs (issue 22)
+D = torch.float64
+
+
+def load_run(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(inputs (n, 4): time, steer, throttle, brake; reference (m, 3): time, x, y)``."""
+    inputs = np.loadtxt(DATA / f"{name}.txt")
+    ref = np.loadtxt(DATA / f"chrono_{name}.txt", delimiter=",", skiprows=1)
+    return inputs, ref
+
+
+def drive(inputs: np.ndarray, t: np.ndarray, p, pt, mu: float, hdt: float = 0.01) -> np.ndarray:
+    """Our plant's ``(x, y)`` at times ``t`` (multiples of ``hdt``) under the interpolated inputs."""
+    g = Flat(mu=mu)
+    x = dyn4_rest(p, g, (1,))
+    s = powertrain_rest(pt, (1,))
+    n = int(round(t[-1] / hdt))
+    out = np.empty((n + 1, 2))
+    out[0] = x[0, :2].numpy()
+    with torch.no_grad():
+        for k in range(n):
+            tk = k * hdt
+            u = [np.interp(tk, inputs[:, 0], inputs[:, j]) for j in (1, 2, 3)]
+            drv = torch.tensor([[u[0], u[1], u[2], 1.0]], dtype=D)
+            x, s = drive_step(x, s, drv, p, pt, g, hdt)
+            out[k + 1] = x[0, :2].numpy()
+    idx = np.round(t / hdt).astype(int)
+    return out[idx]
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mu", type=float, default=0.8)
+    ap.add_argument("--plot", type=str, default=None)
+    args = ap.parse_args(argv)
+    p = dyn4_params(HUMVEE, dtype=D)
+    results = {}
+    curves = {}
+    for name in ("acc", "steer"):
+        inputs, ref = load_run(name)
+        ours = drive(inputs, ref[:, 0], p, HUMVEE_POWERTRAIN, args.mu)
+        err = np.hypot(ours[:, 0] - ref[:, 1], ours[:, 1] - ref[:, 2])
+        rms = float(np.sqrt(np.mean(err ** 2)))
+        results[name] = rms
+        curves[name] = (ref, ours)
+        print(f"{name:6s} run ({ref[-1, 0]:.1f} s): position RMS {rms:6.2f} m, final error {err[-1]:6.2f} m; "
+              f"LFDM 18-DOF {LFDM_RMS[name]:.2f} m; Chrono ends at ({ref[-1, 1]:.1f}, {ref[-1, 2]:.1f}), "
+              f"ours at ({ours[-1, 0]:.1f}, {ours[-1, 1]:.1f})")
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+        for ax, (name, (ref, ours)) in zip(axes, curves.items()):
+            ax.plot(ref[:, 1], ref[:, 2], "k-", label="Chrono HMMWV")
+            ax.plot(ours[:, 0], ours[:, 1], "C0--", label=f"dyn4 M998 preset (RMS {results[name]:.2f} m)")
+            ax.set_title(f"{name} run"), ax.set_xlabel("x [m]"), ax.set_ylabel("y [m]"), ax.axis("equal")
+            ax.legend()
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+        print(f"wrote {args.plot}")
+    return results
+
+
+if __name__ == "__main__":
+    main()
