@@ -6,11 +6,12 @@ The runs (uwsbel/low-fidelity-dynamic-models at 992faca, MIT; bundled in
 (time [s], steer in [-1, 1], throttle, brake in [0, 1], linearly interpolated between the rows)
 and Chrono's trajectories ``chrono_acc.txt`` / ``chrono_steer.txt`` (time, x, y at 100 Hz), from
 rest at the origin heading +x on flat ground. Our plant is driven through its powertrain
-(``drive_step``, steer times the preset's max steer) from the same rest state on ``Flat(mu)``.
+(``drive_step``, steer times the preset's max steer) from the same rest state on ``Flat(mu)``,
+with the M998 preset and the Chrono preset (``HMMWV_CHRONO``, ``HMMWV_CHRONO_POWERTRAIN``).
 
 Nothing here is fitted to these traces: they are a gate, never a target.
 
-    python benchmarks/chrono_runs.py [--mu 0.8] [--plot docs/chrono_runs.png]
+    python benchmarks/chrono_runs.py [--mu 0.8] [--presets m998 chrono] [--plot docs/chrono_runs.png]
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ import torch
 
 import dyn4_gym
 from dyn4_gym.ground import Flat
-from dyn4_gym.plant import HUMVEE, dyn4_params, dyn4_rest
+from dyn4_gym.plant import HMMWV_CHRONO, HMMWV_CHRONO_POWERTRAIN, HUMVEE, HUMVEE_POWERTRAIN, dyn4_params, dyn4_rest
 from dyn4_gym.plant.drive import drive_step
-from dyn4_gym.plant.powertrain import HUMVEE_POWERTRAIN, powertrain_rest
+from dyn4_gym.plant.powertrain import powertrain_rest
 
 DATA = Path(dyn4_gym.__file__).parent / "data" / "chrono_runs"
 LFDM_RMS = {"acc": 2.38, "steer": 3.61}  # [m] LFDM's 18-DOF model against the same Chrono runs (issue 22)
+PRESETS = {"m998": (HUMVEE, HUMVEE_POWERTRAIN), "chrono": (HMMWV_CHRONO, HMMWV_CHRONO_POWERTRAIN)}
 D = torch.float64
 
 
@@ -58,32 +60,43 @@ def drive(inputs: np.ndarray, t: np.ndarray, p, pt, mu: float, hdt: float = 0.01
     return out[idx]
 
 
+def rms(name: str, preset: str, mu: float = 0.8) -> tuple[float, np.ndarray, np.ndarray]:
+    """``(position RMS [m], Chrono's (m, 3) trace, ours (m, 2))`` of run ``name`` with a preset."""
+    spec, pt = PRESETS[preset]
+    inputs, ref = load_run(name)
+    ours = drive(inputs, ref[:, 0], dyn4_params(spec, dtype=D), pt, mu)
+    err = np.hypot(ours[:, 0] - ref[:, 1], ours[:, 1] - ref[:, 2])
+    return float(np.sqrt(np.mean(err ** 2))), ref, ours
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mu", type=float, default=0.8)
+    ap.add_argument("--presets", nargs="+", default=list(PRESETS), choices=list(PRESETS))
     ap.add_argument("--plot", type=str, default=None)
     args = ap.parse_args(argv)
-    p = dyn4_params(HUMVEE, dtype=D)
     results = {}
     curves = {}
-    for name in ("acc", "steer"):
-        inputs, ref = load_run(name)
-        ours = drive(inputs, ref[:, 0], p, HUMVEE_POWERTRAIN, args.mu)
-        err = np.hypot(ours[:, 0] - ref[:, 1], ours[:, 1] - ref[:, 2])
-        rms = float(np.sqrt(np.mean(err ** 2)))
-        results[name] = rms
-        curves[name] = (ref, ours)
-        print(f"{name:6s} run ({ref[-1, 0]:.1f} s): position RMS {rms:6.2f} m, final error {err[-1]:6.2f} m; "
-              f"LFDM 18-DOF {LFDM_RMS[name]:.2f} m; Chrono ends at ({ref[-1, 1]:.1f}, {ref[-1, 2]:.1f}), "
-              f"ours at ({ours[-1, 0]:.1f}, {ours[-1, 1]:.1f})")
+    for preset in args.presets:
+        for name in ("acc", "steer"):
+            r, ref, ours = rms(name, preset, args.mu)
+            results[(preset, name)] = r
+            curves[(preset, name)] = (ref, ours)
+            print(f"{preset:6s} {name:6s} run ({ref[-1, 0]:.1f} s): position RMS {r:6.2f} m; LFDM 18-DOF "
+                  f"{LFDM_RMS[name]:.2f} m; Chrono ends at ({ref[-1, 1]:.1f}, {ref[-1, 2]:.1f}), ours at "
+                  f"({ours[-1, 0]:.1f}, {ours[-1, 1]:.1f})")
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-        for ax, (name, (ref, ours)) in zip(axes, curves.items()):
+        for ax, name in zip(axes, ("acc", "steer")):
+            ref = curves[(args.presets[0], name)][0]
             ax.plot(ref[:, 1], ref[:, 2], "k-", label="Chrono HMMWV")
-            ax.plot(ours[:, 0], ours[:, 1], "C0--", label=f"dyn4 M998 preset (RMS {results[name]:.2f} m)")
+            for k, preset in enumerate(args.presets):
+                ours = curves[(preset, name)][1]
+                ax.plot(ours[:, 0], ours[:, 1], f"C{k}--", label=f"dyn4 {preset} preset (RMS "
+                        f"{results[(preset, name)]:.2f} m)")
             ax.set_title(f"{name} run"), ax.set_xlabel("x [m]"), ax.set_ylabel("y [m]"), ax.axis("equal")
             ax.legend()
         fig.tight_layout()

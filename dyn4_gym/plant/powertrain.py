@@ -44,7 +44,7 @@ from ..model.books import POWERTRAIN_LINES
 from ..model.constants import RPM
 from ..model.state import PT
 
-__all__ = ["PT", "PowertrainParams", "HUMVEE_POWERTRAIN", "PowertrainBooks", "PowertrainForces", "interp",
+__all__ = ["PT", "PowertrainParams", "HUMVEE_POWERTRAIN", "HMMWV_CHRONO_POWERTRAIN", "PowertrainBooks", "PowertrainForces", "interp",
            "powertrain_rest", "powertrain_at", "select_gear", "POWERTRAIN_LINES", "powertrain_forces", "crank_update", "powertrain_books", "gear_ratio"]
 
 
@@ -80,7 +80,7 @@ class PowertrainParams:
     brake_torque: float  # [N m] per wheel at full brake
     wheel_radius: float  # [m]
     driveline_efficiency: float  # gearbox, transfer case, axles (0, 1]
-    idle_rpm: float  # the idle governor holds the engine here
+    idle_rpm: float  # the idle governor holds the engine here (0: no governor, the engine may stall)
     idle_band_rpm: float  # the governor opens fully this far below idle
     indicated_efficiency: float  # fuel energy -> indicated work (Willans line), (0, 1)
     fuel_lhv: float  # [J/kg] lower heating value
@@ -89,8 +89,10 @@ class PowertrainParams:
     def __post_init__(self):
         for name in ("torque_map", "losses_map", "capacity_map", "torque_ratio_map"):
             object.__setattr__(self, name, _points(name, getattr(self, name)))
-        pos = ("crank_inertia", "upshift_rpm", "downshift_rpm", "brake_torque", "wheel_radius", "idle_rpm",
-               "idle_band_rpm", "fuel_lhv", "fuel_density")
+        pos = ("crank_inertia", "upshift_rpm", "downshift_rpm", "brake_torque", "wheel_radius", "idle_band_rpm",
+               "fuel_lhv", "fuel_density")
+        if not (isinstance(self.idle_rpm, (int, float)) and 0 <= self.idle_rpm < float("inf")):
+            raise ConfigError(f"PowertrainParams.idle_rpm must be >= 0 (0: no idle governor), got {self.idle_rpm!r}")
         for name in pos:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 < v < float("inf")):
@@ -177,6 +179,24 @@ def _humvee() -> PowertrainParams:
 
 
 HUMVEE_POWERTRAIN = _humvee()
+
+
+def _hmmwv_chrono() -> PowertrainParams:
+    """Chrono's HMMWV powertrain, as LFDM's 18-DOF model carries Chrono's data (issue 22): the M998
+    preset's engine map, losses, crank inertia, converter maps, shift speeds and brakes (all
+    LFDM's already), with Chrono's own gearing and none of the M998 preset's choices on top."""
+    d = _lfdm()
+    return dataclasses.replace(
+        HUMVEE_POWERTRAIN,
+        gear_ratios=tuple(d["gearRatios"]),  # LFDM 0.04 / 0.08 / 0.16: Chrono's gearbox 0.2 / 0.4 / 0.8 x 0.2 axles
+        reverse_ratio=-d["gearRatios"][0],  # chosen: the data has no reverse; as first gear
+        shift_delay=0.0,  # LFDM shifts on its rpm thresholds alone
+        driveline_efficiency=1.0,  # LFDM's driveline passes turbine torque x ratio, with no loss term
+        idle_rpm=0.0,  # Chrono's engine has no idle governor: torque = throttle x map + losses
+    )
+
+
+HMMWV_CHRONO_POWERTRAIN = _hmmwv_chrono()
 
 
 def interp(x: torch.Tensor, pts: tuple) -> torch.Tensor:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["VehicleSpec", "HUMVEE"]
+__all__ = ["VehicleSpec", "HUMVEE", "HMMWV_CHRONO"]
 
 _DRIVETRAINS = ("4wd", "fwd", "rwd")
 
@@ -166,3 +166,12 @@ HUMVEE = VehicleSpec(
     rolling_blend_speed=0.25,   # chosen: rolling resistance is Coulomb-like; smoothed at rest
 )
 # fmt: on
+
+# Chrono's HMMWV model where it differs from the M998 preset (issue 22): the steering as Chrono
+# drives it, with the powertrain HMMWV_CHRONO_POWERTRAIN (drive_step, drive_rollout). The
+# rotating inertia of wheels and driveline is not modelled yet in either preset.
+HMMWV_CHRONO = HUMVEE.replace(
+    name="HMMWV (Chrono model)",
+    max_steer=0.582178801,  # LFDM 18dof vehicle.json maxSteer, linear steer map (nonLinearSteer false)
+    steer_lag=0.0,  # Chrono drives the Pitman arm directly: no actuator lag
+)

@@ -1,0 +1,49 @@
+"""Issue 22: the Chrono HMMWV preset (``HMMWV_CHRONO``, ``HMMWV_CHRONO_POWERTRAIN``) against the
+two public Chrono runs LFDM validates its 18-DOF model against (benchmarks/chrono_runs.py, data in
+dyn4_gym/data/chrono_runs/). Every number of the preset comes from the bundled model data, checked
+here; no number is fitted to the runs. The gate: position RMS below LFDM's 18-DOF model
+(2.38 m on the acceleration run, 3.61 m on the steering run)."""
+
+import json
+from importlib.resources import files
+
+import pytest
+
+from dyn4_gym.plant import HMMWV_CHRONO, HMMWV_CHRONO_POWERTRAIN, HUMVEE, HUMVEE_POWERTRAIN
+
+
+def _lfdm():
+    text = files("dyn4_gym").joinpath("data/hmmwv_lfdm/vehicle_18dof.json").read_text()
+    return json.loads("\n".join(line.split("//")[0] for line in text.splitlines()))
+
+
+def test_the_chrono_preset_comes_from_the_bundled_model_data():
+    d = _lfdm()
+    pt = HMMWV_CHRONO_POWERTRAIN
+    assert pt.gear_ratios == tuple(d["gearRatios"])  # Chrono's 0.2 / 0.4 / 0.8 x 0.2 axles
+    assert pt.torque_map == tuple(map(tuple, d["torqueMap"])) and pt.losses_map == tuple(map(tuple, d["lossesMap"]))
+    assert (pt.upshift_rpm, pt.downshift_rpm) == (d["upshiftRPM"], d["downshiftRPM"])
+    assert pt.crank_inertia == d["crankInertia"] and pt.brake_torque == d["maxBrakeTorque"]
+    assert pt.idle_rpm == 0.0 and pt.driveline_efficiency == 1.0 and pt.shift_delay == 0.0
+    assert HMMWV_CHRONO.max_steer == d["maxSteer"] and not d["nonLinearSteer"]
+    assert HMMWV_CHRONO.steer_lag == 0.0
+    # everything else is the M998 preset's, itself cited from Chrono's files (tests/test_params.py)
+    assert HMMWV_CHRONO.replace(max_steer=HUMVEE.max_steer, steer_lag=HUMVEE.steer_lag, name=HUMVEE.name) == HUMVEE
+    assert HUMVEE_POWERTRAIN.idle_rpm > 0  # the M998 preset keeps its governor and its top speed
+
+
+@pytest.mark.slow
+def test_the_chrono_preset_follows_chronos_steering_run_closer_than_lfdm(load_script):
+    cr = load_script("benchmarks/chrono_runs.py")
+    rms, _, _ = cr.rms("steer", "chrono")
+    print(f"steering run: position RMS {rms:.2f} m (LFDM 18-DOF 3.61 m)")
+    assert rms < cr.LFDM_RMS["steer"]  # measured 2.95 m
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="the wheels' and driveline's rotating inertia is not modelled yet: the "
+                                        "car out-accelerates Chrono's (97.9 m against 92.0 m after 10 s), RMS 3.18 m")
+def test_the_chrono_preset_follows_chronos_acceleration_run_closer_than_lfdm(load_script):
+    cr = load_script("benchmarks/chrono_runs.py")
+    rms, _, _ = cr.rms("acc", "chrono")
+    assert rms < cr.LFDM_RMS["acc"]
