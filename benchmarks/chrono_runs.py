@@ -24,13 +24,13 @@ import torch
 
 import dyn4_gym
 from dyn4_gym.ground import Flat
-from dyn4_gym.plant import HMMWV_CHRONO, HMMWV_CHRONO_POWERTRAIN, HUMVEE, HUMVEE_POWERTRAIN, dyn4_params, dyn4_rest
+from dyn4_gym.plant import dyn4_params, dyn4_rest
 from dyn4_gym.plant.drive import drive_step
 from dyn4_gym.plant.powertrain import powertrain_rest
+from dyn4_gym.plant.presets import PRESETS
 
 DATA = Path(dyn4_gym.__file__).parent / "data" / "chrono_runs"
 LFDM_RMS = {"acc": 2.38, "steer": 3.61}  # [m] LFDM's 18-DOF model against the same Chrono runs (issue 22)
-PRESETS = {"m998": (HUMVEE, HUMVEE_POWERTRAIN), "chrono": (HMMWV_CHRONO, HMMWV_CHRONO_POWERTRAIN)}
 D = torch.float64
 
 

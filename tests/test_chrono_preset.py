@@ -47,3 +47,25 @@ def test_the_chrono_preset_follows_chronos_acceleration_run_closer_than_lfdm(loa
     cr = load_script("benchmarks/chrono_runs.py")
     rms, _, _ = cr.rms("acc", "chrono")
     assert rms < cr.LFDM_RMS["acc"]
+
+
+def test_the_envs_drive_either_preset_on_both_engines():
+    """``preset="chrono"``: the env's plant and powertrain are Chrono's, the engines agree (1e-9,
+    float64, with the driver's pedals); an unknown preset is a ConfigError."""
+    import numpy as np
+
+    from dyn4_gym.envs import ConfigError, Dyn4VectorEnv, EnvConfig
+    from test_engine_env import DRIVER_LINES, DRIVER_TERMS, _drive, _rel, _same_obs
+
+    kw = dict(dtype="float64", action="driver", preset="chrono", episode_steps=60)
+    nb_env = Dyn4VectorEnv(num_envs=3, engine="numba", **kw)
+    assert nb_env.runner.core.pt is HMMWV_CHRONO_POWERTRAIN
+    assert float(nb_env.runner.core.p.delta_max) == HMMWV_CHRONO.max_steer
+    run = dict(n=3, term_names=DRIVER_TERMS, book_names=DRIVER_LINES, loc=(0.0, 0.6, 0.1), scale=(0.6, 0.4, 0.2))
+    nb = _drive(nb_env, 100, **run)
+    tc = _drive(Dyn4VectorEnv(num_envs=3, engine="torch", **kw), 100, **run)
+    assert np.array_equal(nb["term"], tc["term"]) and np.array_equal(nb["trunc"], tc["trunc"])
+    _same_obs(nb["obs"], tc["obs"])
+    assert _rel(nb["reward"], tc["reward"]) < 1e-9
+    with pytest.raises(ConfigError, match="config.preset"):
+        EnvConfig.from_dict({"preset": "m1151"}).validate("config")

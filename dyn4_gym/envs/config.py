@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from .._checks import ConfigError, check_int_range, check_range, is_num
 from ..ground.terrain import TERRAIN_KINDS, RoughConfig, terrain_config
 from .rewards import resolve_terms
+from ..plant.presets import PRESETS
 from .vehicle import validate_vehicle, validate_vehicle_ranges
 
 __all__ = ["CourseConfig", "GroundConfig", "EnvConfig", "ConfigError"]
@@ -107,7 +108,8 @@ GroundConfig = RoughConfig  # the default terrain kind's config (dyn4_gym.ground
 class EnvConfig:
     """Everything a run of ``Dyn4Humvee-v1`` depends on (``env.spec.kwargs`` records it)."""
 
-    vehicle: dict = field(default_factory=dict)  # overrides of the Humvee's spec sheet, keys and bounds in envs/vehicle.py
+    preset: str = "m998"  # the vehicle and its powertrain: "m998" or "chrono" (dyn4_gym.plant.presets)
+    vehicle: dict = field(default_factory=dict)  # overrides of the preset's spec sheet, keys and bounds in envs/vehicle.py
     # domain randomisation: numeric vehicle keys -> [low, high], drawn per row and episode from the
     # row's seed stream (after the course's and the ground's draws), on both engines
     vehicle_ranges: dict = field(default_factory=dict)
@@ -163,6 +165,8 @@ class EnvConfig:
         if self.progress_cap is not None:
             check_range(f"{path}.progress_cap", self.progress_cap, 0.1, 100.0)
         check_range(f"{path}.roll_limit", self.roll_limit, 0.0, 1.5, lo_open=True)
+        if not isinstance(self.preset, str) or self.preset not in PRESETS:
+            raise ConfigError(f"{path}.preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
         validate_vehicle(self.vehicle, f"{path}.vehicle")
         validate_vehicle_ranges(self.vehicle_ranges, self.vehicle, f"{path}.vehicle_ranges")
         if not isinstance(self.reward_weights, dict):

@@ -20,9 +20,10 @@ import torch
 from .. import _rng
 from .._tree import put_rows, select_rows, tree_map
 from ..ground.terrain import TERRAIN_KINDS, DrawContext
-from ..plant import DYN4, HUMVEE, dyn4_params, dyn4_rest, dyn4_step
+from ..plant import DYN4, dyn4_params, dyn4_rest, dyn4_step
 from ..plant.drive import drive_step
-from ..plant.powertrain import HUMVEE_POWERTRAIN, POWERTRAIN_LINES, PT, powertrain_at
+from ..plant.powertrain import POWERTRAIN_LINES, PT, powertrain_at
+from ..plant.presets import PRESETS
 from ..plant.corners import forces_at
 from ..model.books import BOOK_LINES
 from ..model.constants import OBS_CLIP
@@ -79,7 +80,8 @@ class TaskCore:
         self.dtype = getattr(torch, cfg.dtype)
         self.device = torch.device(cfg.device)
         try:
-            self.p = dyn4_params(HUMVEE, dtype=self.dtype, device=self.device, **cfg.vehicle)
+            self.spec, self.pt = PRESETS[cfg.preset]  # the vehicle's spec sheet and its powertrain
+            self.p = dyn4_params(self.spec, dtype=self.dtype, device=self.device, **cfg.vehicle)
         except (ValueError, TypeError) as exc:  # a sheet the bounds allow but the derivation refuses
             raise ConfigError(f"{path}.vehicle: {exc}") from None
         self.terms, self.weights = resolve_terms(cfg.reward_weights, cfg.reward_terms, path)
@@ -88,7 +90,6 @@ class TaskCore:
         self.terrain_kind = TERRAIN_KINDS[cfg.ground.kind]
         self._ahead = torch.tensor(cfg.course.preview, dtype=self.dtype, device=self.device)
         self.driver = cfg.action == "driver"
-        self.pt = HUMVEE_POWERTRAIN
         self.obs_names = OBS_NAMES_DRIVER if self.driver else OBS_NAMES
         # the action box: (steer, accel) in [-1, 1]^2, or (steer, throttle, brake) in [-1, 1] x [0, 1]^2
         low = [-1.0, 0.0, 0.0] if self.driver else [-1.0, -1.0]
@@ -163,7 +164,7 @@ class TaskCore:
         lo = torch.tensor([r[0] for r in self.ranges.values()], dtype=torch.float64)
         hi = torch.tensor([r[1] for r in self.ranges.values()], dtype=torch.float64)
         values = (lo + (hi - lo) * u.detach().to(torch.float64).cpu()).tolist()
-        rows = [dyn4_params(HUMVEE, dtype=self.dtype, device=self.device, **self.cfg.vehicle,
+        rows = [dyn4_params(self.spec, dtype=self.dtype, device=self.device, **self.cfg.vehicle,
                             **dict(zip(self.ranges, v))) for v in values]
         return tree_map(lambda *leaves: torch.stack(leaves), rows[0], *rows[1:])
 
