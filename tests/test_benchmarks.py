@@ -87,3 +87,21 @@ def test_the_chrono_runs_harness_reads_the_bundled_runs_and_drives_the_plant(loa
     ours = cr.drive(inputs, ref[:, 0], dyn4_params(HUMVEE, dtype=torch.float64), HUMVEE_POWERTRAIN, 0.8)
     assert ours.shape == (len(ref), 2) and ours[0].tolist() == pytest.approx([0.0, 0.0], abs=1e-9)
     assert ours[-1, 0] == pytest.approx(ref[-1, 1], rel=0.10)
+
+
+def test_a_torch_step_has_no_host_sync(load_script):
+    """benchmarks/launches.py: the torch engine's plant step and task step launch their
+    operators without one host sync (``item``, ``is_nonzero``, ``nonzero``), so a GPU's queue never
+    stalls inside a step and the step can go into a CUDA graph (issue 21)."""
+    import torch
+
+    from dyn4_gym.envs.config import EnvConfig
+    from dyn4_gym.envs.core import TaskCore
+
+    lb = load_script("benchmarks/launches.py")
+    for action in ("accel", "driver"):
+        core = TaskCore(EnvConfig.from_dict({"dtype": "float64", "action": action}))
+        st = core.new_state(torch.arange(4), torch.zeros(4, dtype=torch.long))
+        a = torch.zeros(4, core.n_action, dtype=torch.float64)
+        n, ops, syncs = lb.count(lambda: core.step(st, a))
+        assert n > 1000 and sum(syncs.values()) == 0, (action, dict(syncs))
