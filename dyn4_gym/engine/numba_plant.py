@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 
 import numpy as np
@@ -679,6 +680,13 @@ def rebuild(fn, suffix: str, cache: bool, parallel: bool = False, **names):
     return njit(cache=cache, parallel=parallel, **opts)(twin)
 
 
+def sampler_tag(ground) -> str:
+    """The name a sampler's builds carry: its module and name, so two samplers called alike
+    (``sample`` in two users' modules) never share an entry of Numba's disk cache."""
+    py = getattr(ground, "py_func", ground)
+    return re.sub(r"\W", "_", f"{py.__module__}_{py.__qualname__}")
+
+
 def with_sampler(ground, cache: bool) -> dict:
     """The functions that sample the ground, rebuilt with the sampler ``ground`` as their global
     ``sampler``: ``{name: build}``, by the names the entry kernels call them. A global is bound
@@ -686,7 +694,7 @@ def with_sampler(ground, cache: bool) -> dict:
     every call (measured 4.2 us, a tenth of a single env's step)."""
     from .numba_powertrain import drive_substep_row
 
-    sfx = "_" + ground.__name__
+    sfx = "_" + sampler_tag(ground)
     gur = rebuild(ground_under_row, sfx, cache, sampler=ground)
     bk = rebuild(books_row, sfx, cache, ground_under_row=gur)
     sub = rebuild(substep_row, sfx, cache, books_row=bk)

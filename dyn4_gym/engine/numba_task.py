@@ -31,7 +31,7 @@ from ..model.packed import CC, GC, PK, SC
 from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, TERM, TERM_ORDER
 from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, ground_under_row, height_at, loads_row,
-                          serial_and_parallel, solve_sym3, substep_row, with_sampler)
+                          sampler_tag, serial_and_parallel, solve_sym3, substep_row, with_sampler)
 from .numba_powertrain import N_PF, drive_substep_row
 
 __all__ = ["NumbaState", "reset_rows", "observe", "step", "guard_rows"]
@@ -497,7 +497,7 @@ def kernels(ground=None, cache: bool = True) -> dict:
     kernel. Built once per sampler; compiled on first call (on disk with ``cache``)."""
     if ground not in _KERNELS:
         chain = with_sampler(ground, cache)
-        _KERNELS[ground] = {name: serial_and_parallel(_ENTRIES[name], chain, ground.__name__, cache)
+        _KERNELS[ground] = {name: serial_and_parallel(_ENTRIES[name], chain, sampler_tag(ground), cache)
                             for name in ("step", "observe")}
     return _KERNELS[ground]
 
@@ -519,6 +519,17 @@ def check_rows(name: str, rows: np.ndarray, B: int) -> None:
         raise ValueError(f"{name}: rows must be a 1-D array of indices in [0, {B}), got shape {rows.shape}")
 
 
+def check_reset(rows, keys, episodes, B: int) -> tuple:
+    """A reset's ``(rows, keys, episodes)`` as arrays, each row of the batch and one stream per
+    row (both reset paths check them here: envs/numba_setup.NumbaTask.reset)."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    check_rows("reset_rows", rows, B)
+    keys, episodes = np.asarray(keys), np.asarray(episodes)
+    _check_shape("reset_rows: keys", keys, rows.shape)
+    _check_shape("reset_rows: episodes", episodes, rows.shape)
+    return rows, keys, episodes
+
+
 def _check_shape(name: str, a: np.ndarray, shape: tuple) -> None:
     if a.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
@@ -530,11 +541,7 @@ def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: 
     """New episodes on ``rows`` (int64) of ``st`` from streams ``keys`` / ``episodes``, in place.
     ``params (len(rows), N_PARAMS)``: the rows' new packed parameters (domain randomisation);
     None keeps ``st.P``'s. ``k`` is the packed task (:class:`dyn4_gym.envs.numba_setup.NumbaTask`)."""
-    rows = np.ascontiguousarray(rows, dtype=np.int64)
-    check_rows("reset_rows", rows, st.batch_size)
-    keys, episodes = np.asarray(keys), np.asarray(episodes)
-    _check_shape("reset_rows: keys", keys, rows.shape)
-    _check_shape("reset_rows: episodes", episodes, rows.shape)
+    rows, keys, episodes = check_reset(rows, keys, episodes, st.batch_size)
     if rows.size == 0:
         return
     if params is not None:

@@ -43,6 +43,11 @@ def _packed(names: tuple, **values) -> np.ndarray:
     return np.array([float(values[n]) for n in names], dtype=np.float64)
 
 
+def _pack_rows(p, n: int) -> np.ndarray:
+    """``(n, N_PARAMS)``: rows' own parameters (a Dyn4Params with ``(n,)``-leading fields), packed."""
+    return np.stack([pack_params(tree_map(lambda t, i=i: t[i], p))[0] for i in range(n)])
+
+
 class NumbaTask:
     """A :class:`TaskCore`'s task packed for the kernels: parameters, config constants, weights.
 
@@ -138,11 +143,7 @@ class NumbaTask:
 
     def _reset_in_torch(self, st: NumbaState, rows, keys: np.ndarray, episodes: np.ndarray) -> None:
         """A kind drawn in torch: the float64 twin's new episodes, copied into ``rows``."""
-        rows = np.asarray(rows, dtype=np.int64)
-        numba_task.check_rows("reset_rows", rows, st.batch_size)
-        if keys.shape != rows.shape or episodes.shape != rows.shape:
-            raise ValueError(f"reset_rows: keys and episodes must have shape {rows.shape}, got {keys.shape} and "
-                             f"{episodes.shape}")
+        rows, keys, episodes = numba_task.check_reset(rows, keys, episodes, st.batch_size)
         if rows.size == 0:
             return
         ts = self.torch_core.new_state(torch.as_tensor(keys, dtype=torch.long),
@@ -150,7 +151,7 @@ class NumbaTask:
         for name in _COPIED:
             getattr(st, name)[rows] = getattr(ts, name).numpy()
         if ts.p is not None:  # vehicle_ranges: each row's own parameters
-            st.P[rows] = np.stack([pack_params(tree_map(lambda t, i=i: t[i], ts.p))[0] for i in range(rows.size)])
+            st.P[rows] = _pack_rows(ts.p, rows.size)
         if not self.kernel.shared:
             for a, new in zip(st.terrain, self.kernel.pack(ts.terrain, rows.size)):
                 if isinstance(a, np.ndarray):
@@ -162,5 +163,4 @@ class NumbaTask:
         n_course, n_ground, n_vehicle = self.core.uniform_counts()
         u = _rng.uniform(torch.as_tensor(keys), torch.as_tensor(episodes), n_course + n_ground + n_vehicle,
                          dtype=torch.float64)
-        p = self.core.row_params(u[:, n_course + n_ground:])
-        return np.stack([pack_params(tree_map(lambda t, i=i: t[i], p))[0] for i in range(len(keys))])
+        return _pack_rows(self.core.row_params(u[:, n_course + n_ground:]), len(keys))

@@ -32,7 +32,7 @@ Each wheel's force is then capped by ``mu_i Fz_i`` with :func:`dyn4_gym._math.so
 Locked wheels (issue 22): a wheel whose brakes ask more than ``mu_i Fz_i`` locks over brake demands
 of 1 to ``1 + LOCK_WIDTH`` times that bound (:func:`lock_share`, a C1 smoothstep). A locked wheel's
 patch slides: its force opposes the patch's velocity ``(u_i, w_i)``, whatever the wheel's heading,
-with the full-slide friction ``mu_i Fz_i k_i`` (:func:`sliding_force`), where ``k_i`` blends the
+with the full-slide friction ``mu_i Fz_i k_i`` (:func:`sliding_secant`), where ``k_i`` blends the
 longitudinal law's full slide (1: the softcap holds the peak) and the lateral law's (Pacejka at a
 90 deg slip angle, 0.90 for the Humvee) by the slide's direction. The lateral part enters the
 implicit lateral step as a secant ``mu_i Fz_i k_i / |v_i|``, the longitudinal part is explicit like
