@@ -92,12 +92,17 @@ def main(argv=None) -> dict:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
         for ax, name in zip(axes, ("acc", "steer")):
             ref = curves[(args.presets[0], name)][0]
-            ax.plot(ref[:, 1], ref[:, 2], "k-", label="Chrono HMMWV")
+            straight = name == "acc"  # a straight run: distance against time says more than the path
+            ax.plot(ref[:, 0] if straight else ref[:, 1], ref[:, 1] if straight else ref[:, 2], "k-",
+                    label="Chrono HMMWV")
             for k, preset in enumerate(args.presets):
                 ours = curves[(preset, name)][1]
-                ax.plot(ours[:, 0], ours[:, 1], f"C{k}--", label=f"dyn4 {preset} preset (RMS "
-                        f"{results[(preset, name)]:.2f} m)")
-            ax.set_title(f"{name} run"), ax.set_xlabel("x [m]"), ax.set_ylabel("y [m]"), ax.axis("equal")
+                ax.plot(ref[:, 0] if straight else ours[:, 0], ours[:, 0] if straight else ours[:, 1], f"C{k}--",
+                        label=f"dyn4 {preset} preset (RMS {results[(preset, name)]:.2f} m)")
+            if straight:
+                ax.set_title("acc run: distance"), ax.set_xlabel("t [s]"), ax.set_ylabel("x [m]")
+            else:
+                ax.set_title(f"{name} run: path"), ax.set_xlabel("x [m]"), ax.set_ylabel("y [m]"), ax.axis("equal")
             ax.legend()
         fig.tight_layout()
         fig.savefig(args.plot, dpi=110)

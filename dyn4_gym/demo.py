@@ -128,7 +128,7 @@ def powertrain_section(out_dir: str, quick: bool = False) -> dict:
             st["i"] += err * hdt
             return 0.0, min(max(0.3 * err + 0.05 * st["i"], 0.0), 1.0), 0.0
 
-        tr, late = _drive(60.0, hdt, pedals)
+        tr, late = _drive(120.0, hdt, pedals)  # settled by 60 s at 80 km/h (rotating parts in)
         half = len(tr) // 2
         dist = tr[-1, 3] - tr[half, 3]
         fuel = late["fuel"]

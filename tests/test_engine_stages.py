@@ -127,7 +127,7 @@ def test_each_substep_stage_equals_torch(case, grade, damper):
     if grade:
         _close("grade", ns.grade(P, passive, hdt, Wpl), ext)
     # 4-5. the in-plane step from torch's forces and frames
-    out, Wp = ns.planar(x.numpy(), P, hdt, braking.numpy(), ext.numpy(), _W(f, pl))
+    out, Wp = ns.planar(x.numpy(), P, hdt, braking.numpy(), ext.numpy(), _W(f, pl), 1.0)
     _close("planar (twist)", out[:, :3], torch.stack((pl.vx, pl.vy, pl.r), -1))
     _close("planar (vx_free, drag)", out[:, 3:], torch.stack((pl.vx_free, pl.drag), -1))
     for row, ref in ((W_.SEC, pl.S), (W_.FY0, pl.Fy0), (W_.FY, pl.Fy)):
@@ -175,14 +175,19 @@ def test_driven_stages_equal_torch(case):
     braking = (drive[:, 1] > drive[:, 0].abs()) & (f.lock.min(-1).values < LOCKED)
     f_grade = grade_force(p, step_normal(f, p, hdt), f.ground)
     pl = planar_step(x[:, S.VX], x[:, S.VY], x[:, S.R], f.delta_w, f.Fx, f.D, p, hdt, braking=braking, f_ext=f_grade,
-                     sliding=(f.lock, f.limit, f.k_lat))
-    assert bool((f.lock > 0).any())
+                     sliding=(f.lock, f.limit, f.k_lat), kx=p.road_share)
+    assert bool((f.lock > 0).any()) and float(p.m_rot) > 0  # the rotating parts are in
+    # the in-plane step with the rotating parts on vx (planar_row's kx)
+    out, _ = ns.planar(x.numpy(), P, hdt, braking.numpy(), torch.stack(f_grade, -1).numpy(), _W(f, pl),
+                       float(p.road_share))
+    _close("planar driven (twist)", out[:, :3], torch.stack((pl.vx, pl.vy, pl.r), -1))
+    _close("planar driven (vx_free, drag)", out[:, 3:], torch.stack((pl.vx_free, pl.drag), -1))
     W4 = ns.longitudinal(x.numpy(), a.numpy(), P, True, drive.numpy(), _W(f, pl))
     for row, ref in ((W_.FX, f.Fx), (W_.DP, f.D), (W_.LOCK, f.lock)):
         _close(f"longitudinal driven ({row.name})", W4[:, row], ref)
     hg1 = g(wheel_points(x1[:, S.X], x1[:, S.Y], x1[:, S.PSI], p))[1]
     FZS = np.stack((f.Fz.sum(-1).numpy(), torch.sign(x[:, S.VX]).numpy()), -1)
-    _, dw, _ = ns.books(x.numpy(), x1.numpy(), P, True, passive, True, drive.numpy(), hdt,
+    bk, dw, _ = ns.books(x.numpy(), x1.numpy(), P, True, passive, True, drive.numpy(), hdt,
                      torch.stack((pl.vx_free, pl.drag), -1).numpy(), torch.stack(f_grade, -1).numpy(),
                      np.zeros((B, 3)), FZS, T, _W(f, pl, hg1))
     ref = drive_work(x, x1, f, pl, drive, p, hdt)
@@ -191,6 +196,10 @@ def test_driven_stages_equal_torch(case):
         err = np.max(np.abs(dw[:, k] - getattr(ref, name).numpy()) / scale)
         assert err < 1e-9, f"stage drive work ({name}): {err:.3g}"
     _close("drive work (v_drive)", dw[:, DW.V_DRIVE], ref.v_drive)
+    scale = np.abs(bk_ref.dH.numpy()) + np.abs(bk_ref.supplied.numpy()) + 1.0
+    for j, name in enumerate(BOOK_LINES):  # with the rotating parts' energy (driven books)
+        err = np.max(np.abs(bk[:, j] - getattr(bk_ref, name).numpy()) / scale)
+        assert err < 1e-9, f"stage driven books ({name}): {err:.3g}"
     assert dw_ref.drive.shape == (B,)
 
 

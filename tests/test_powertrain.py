@@ -33,7 +33,7 @@ def _time_to(v_kmh, xs, hdt):
 
 @pytest.fixture(scope="module")
 def full_throttle():
-    return _full_throttle(80.0)
+    return _full_throttle(100.0)
 
 
 def test_acceleration_and_top_speed_against_published_figures(full_throttle):
@@ -50,8 +50,10 @@ def test_acceleration_and_top_speed_against_published_figures(full_throttle):
       engine has a similar power to weight. For such a car 0-30 mph takes about a third of 0-60
       and 0-50 about 70 %: 0-48 km/h in ~6-7 s, 0-80 km/h in ~13-15 s.
     Our bands: 0-48 km/h in 3-9 s, 0-80 km/h in 10-22 s, top speed 100-113 km/h. Measured with
-    this model: 5.4 s, 18.0 s, 104.5 km/h (0-97 km/h 32 s: slower than the H1, because LFDM's
-    loose converter holds the engine near its 2500-2700 rpm governor, where the map's torque falls).
+    this model: 6.2 s, 20.7 s, 104.5 km/h (0-97 km/h 37.6 s: slower than the H1, because LFDM's
+    loose converter holds the engine near its 2500-2700 rpm governor, where the map's torque falls;
+    before the wheels' and driveline's rotating inertia (384 kg at the wheels) was in: 5.4 s,
+    18.0 s and 32 s, settled by 70 s, now by 90 s).
     """
     xs, _, hdt = full_throttle
     t48, t80 = _time_to(48.0, xs, hdt), _time_to(80.0, xs, hdt)

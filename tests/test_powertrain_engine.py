@@ -5,7 +5,9 @@ and both against the golden drive (tests/data/drive_golden.json).
 History: the golden drive was rewritten for locked wheels (issue 22, tire.py): its full-brake
 spell locks the wheels, which now slide to rest against their patches' velocity instead of being
 held by the speed clamp, so the car stops 7.6 cm later (X 62.687 -> 62.764 m) and everything after
-moves by that; the drive before the brakes is unchanged."""
+moves by that; the drive before the brakes is unchanged. Rewritten again for the wheels' and
+driveline's rotating inertia (issue 22, docs/plant.md "Rotating inertia"): 384 kg more on ``vx``
+under the powertrain's torques, so the whole drive moves."""
 
 import json
 import math

@@ -270,6 +270,13 @@ class DW(IntEnum):
 N_DW = len(DW)
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def road_share(P, drv):
+    """``Dyn4Params.road_share`` when driven by a powertrain (``drv``), else 1: the acceleration
+    command is a servo at the contact patches (docs/plant.md, "Rotating inertia")."""
+    return P[PK.M] / (P[PK.M] + P[PK.M_ROT]) if drv else 1.0
+
+
 # --------------------------------------------------------------- stage 1: lags (planar.lag, clamp_inputs)
 @njit(cache=True, error_model="numpy", inline="always")
 def lags_row(x, d_in, a_in, P, hdt):
@@ -347,6 +354,7 @@ def longitudinal_row(x, a, P, drv, fd, fb, W):
     vx, vy, r = x[S.VX], x[S.VY], x[S.R]
     sgn = _sign(vx)
     m = P[PK.M]
+    kx = road_share(P, drv)
     fz_sum = W[W_.FZ, 0] + W[W_.FZ, 1] + W[W_.FZ, 2] + W[W_.FZ, 3]
     if a >= 0:
         total = m * a / (1.0 + (m * a * vx / P[PK.POWER]) ** 4) ** 0.25
@@ -360,9 +368,9 @@ def longitudinal_row(x, a, P, drv, fd, fb, W):
         mu_i = W[W_.MU, i] * (MU_FLOOR + _softplus_floor(factor - MU_FLOOR, MU_FLOOR_SCALE))
         sl = Fz / fz_sum
         limit = mu_i * Fz
-        if drv:  # drive by the differentials' shares, brakes by load
-            fx = _softcap(fd * share_d - fb * sl * sgn, limit)
-            demand = fb * sl
+        if drv:  # drive by the differentials' shares, brakes by load; kx of it reaches the road
+            fx = _softcap(kx * (fd * share_d - fb * sl * sgn), limit)
+            demand = kx * (fb * sl)
         else:
             share = sl + s * (share_d - sl)
             fx = _softcap(total * share, limit)
@@ -433,18 +441,19 @@ def _secants(vx, vy, r, P, W):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def planar_row(x, P, hdt, braking, ext0, ext1, ext2, W):
+def planar_row(x, P, hdt, braking, ext0, ext1, ext2, W, kx):
     """``vx`` explicit with the speed clamp, ``(vy, r)`` implicit with the tires' secants; the
-    lateral forces into ``W[SEC, FY0, FY]``. Returns ``(vx+, vy+, r+, vx_free, drag)``."""
+    lateral forces into ``W[SEC, FY0, FY]``. Returns ``(vx+, vy+, r+, vx_free, drag)``. ``kx``
+    (:func:`road_share`): 1 for the acceleration command, ``m / (m + m_rot)`` driven."""
     m, Iz = P[PK.M], P[PK.IZ]
     vx, vy, r = x[S.VX], x[S.VY], x[S.R]
     _secants(vx, vy, r, P, W)
     fx_body = 0.0
     for i in range(4):
         W[W_.FY0, i] = -W[W_.SEC, i] * (W[W_.N0, i] * vx + W[W_.N1, i] * vy + W[W_.N2, i] * r)
-        fx_body += W[W_.FX, i] * W[W_.G0, i] + W[W_.FY0, i] * W[W_.N0, i]
+        fx_body += W[W_.FX, i] * W[W_.G0, i] + kx * W[W_.FY0, i] * W[W_.N0, i]
     drag = P[PK.C_DRAG] * vx * abs(vx) + P[PK.F_ROLL] * math.tanh(vx / P[PK.V_ROLL])
-    vx_free = vx + hdt * ((fx_body - drag + ext0) / m + r * vy)
+    vx_free = vx + hdt * ((fx_body - kx * drag + kx * ext0) / m + kx * r * vy)
     vx1 = 0.0 if (braking and vx * vx_free <= 0) else vx_free
     fx_gy = ext1
     fx_gr = ext2
@@ -559,11 +568,14 @@ def solve_sym3(a00, a01, a02, a11, a12, a22, b0, b1, b2):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def energy_row(x, P, hg):
-    """The port-Hamiltonian energy [J] of state ``x`` over ground heights ``hg (4,)`` (energy.dyn4_energy)."""
+def energy_row(x, P, hg, drv):
+    """The port-Hamiltonian energy [J] of state ``x`` over ground heights ``hg (4,)``
+    (energy.dyn4_energy; ``drv``: with the rotating parts' ``1/2 m_rot vx^2``)."""
     m = P[PK.M]
     vx, vy, r, zd, pd, td = x[S.VX], x[S.VY], x[S.R], x[S.ZD], x[S.PHID], x[S.THETAD]
     kin = 0.5 * (m * (vx * vx + vy * vy + zd * zd) + P[PK.IZ] * r * r + P[PK.IX] * pd * pd + P[PK.IY] * td * td)
+    if drv:
+        kin = kin + 0.5 * P[PK.M_ROT] * vx * vx
     pot = 0.0
     for i in range(4):
         kk = P[PK.K + i]
@@ -582,13 +594,14 @@ def books_row(b, x, y, P, grade, passive, drv, fd, fb, hdt, vx_free, drag, gr0, 
     vxm, vym, rm = 0.5 * (x[S.VX] + vx1), 0.5 * (x[S.VY] + vy1), 0.5 * (x[S.R] + r1)
     qd0, qd1, qd2 = y[S.ZD], y[S.PHID], y[S.THETAD]
     pdm, tdm = 0.5 * (x[S.PHID] + qd1), 0.5 * (x[S.THETAD] + qd2)
-    supplied = tire = lever = damper = through = 0.0
+    supplied = tire = lever = damper = through = spun = 0.0
     v_drive = w_brake = w_spin = 0.0
     for i in range(4):
         xw, yw, cd, sd = P[PK.X_W + i], P[PK.Y_W + i], W[W_.COSD, i], W[W_.SIND, i]
         fx, fy, hdot, cc = W[W_.FX, i], W[W_.FY, i], W[W_.HDOT, i], P[PK.DAMP + i]
         yi = W[W_.G0, i] * vxm + W[W_.G1, i] * vym + W[W_.G2, i] * rm + h * (sd * pdm - cd * tdm)
         supplied += fx * yi
+        spun += fx * W[W_.G0, i]
         if drv:
             di, bi = fd * P[PK.DRIVE_SHARE + i], fb * (W[W_.FZ, i] / fz_sum) * sgn
             v_drive += P[PK.DRIVE_SHARE + i] * yi
@@ -601,6 +614,8 @@ def books_row(b, x, y, P, grade, passive, drv, fd, fb, hdt, vx_free, drag, gr0, 
         damper += cc * rel1 * relm
         through += cc * rel1 * hdot
     supplied *= hdt
+    spun = hdt * (P[PK.M_ROT] / P[PK.M]) * spun * vxm if drv else 0.0  # energy.spin_up
+    supplied += spun
     tire *= -hdt
     lever *= hdt
     damper *= hdt
@@ -608,12 +623,12 @@ def books_row(b, x, y, P, grade, passive, drv, fd, fb, hdt, vx_free, drag, gr0, 
     dragw = hdt * drag * vxm
     gradew = hdt * (gr0 * vxm + gr1 * vym + gr2 * rm) if grade else 0.0
     external = hdt * (fe0 * vxm + fe1 * vym + fe2 * rm)
-    limiter = P[PK.M] * (vx1 - vx_free) * vxm
+    limiter = ((P[PK.M] + P[PK.M_ROT]) if drv else P[PK.M]) * (vx1 - vx_free) * vxm
     hg, hg1 = W[W_.HG], W[W_.HG1]
-    H0 = energy_row(x, P, hg)
-    H1_old = energy_row(y, P, hg)
+    H0 = energy_row(x, P, hg, drv)
+    H1_old = energy_row(y, P, hg, drv)
     ground_under_row(b, y[S.X], y[S.Y], y[S.PSI], P, passive or grade, T, W, W_.MU1)
-    H1 = energy_row(y, P, hg1)
+    H1 = energy_row(y, P, hg1, drv)
     ground = H1 - H1_old + through
     dH = H1 - H0
     dissipated = tire + damper + dragw
@@ -622,7 +637,7 @@ def books_row(b, x, y, P, grade, passive, drv, fd, fb, hdt, vx_free, drag, gr0, 
     bk[BOOK.GROUND], bk[BOOK.LIMITER], bk[BOOK.EXTERNAL] = ground, limiter, external
     bk[BOOK.RESIDUAL] = dH - (supplied - dissipated + lever + gradew + ground + limiter + external)
     if drv:
-        dwork[DW.DRIVE], dwork[DW.BRAKES], dwork[DW.WHEELSPIN] = hdt * fd * v_drive, hdt * w_brake, hdt * w_spin
+        dwork[DW.DRIVE], dwork[DW.BRAKES], dwork[DW.WHEELSPIN] = hdt * fd * v_drive, hdt * w_brake, hdt * w_spin - spun
         dwork[DW.V_DRIVE] = v_drive
 
 
@@ -649,7 +664,8 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     # the clamp holds rolling wheels only (dyn4._advance): off once every wheel is LOCKED
     braking = braking and min(min(W[W_.LOCK, 0], W[W_.LOCK, 1]), min(W[W_.LOCK, 2], W[W_.LOCK, 3])) < LOCKED
     gr0, gr1, gr2 = grade_row(P, passive, hdt, W) if grade else (0.0, 0.0, 0.0)
-    vx1, vy1, r1, vx_free, drag = planar_row(x, P, hdt, braking, gr0 + fe0, gr1 + fe1, gr2 + fe2, W)
+    vx1, vy1, r1, vx_free, drag = planar_row(x, P, hdt, braking, gr0 + fe0, gr1 + fe1, gr2 + fe2, W,
+                                             road_share(P, drv))
     vertical_row(x, P, hdt, W, y)
     pose_row(x, hdt, vx1, vy1, r1, delta, a, y)
     if want_books:

@@ -87,12 +87,13 @@ def grade(P, passive, hdt, W):
 
 
 @njit(error_model="numpy")
-def planar(X, P, hdt, BRAKING, EXT, W):
-    """Stages 4-5: ``((B, 5) = (vx+, vy+, r+, vx_free, drag), W)``."""
+def planar(X, P, hdt, BRAKING, EXT, W, kx):
+    """Stages 4-5: ``((B, 5) = (vx+, vy+, r+, vx_free, drag), W)``; ``kx`` the road share
+    (numba_plant.road_share)."""
     W = W.copy()
     out = np.empty((X.shape[0], 5))
     for b in range(X.shape[0]):
-        r = planar_row(X[b], P, hdt, BRAKING[b], EXT[b, 0], EXT[b, 1], EXT[b, 2], W[b])
+        r = planar_row(X[b], P, hdt, BRAKING[b], EXT[b, 0], EXT[b, 1], EXT[b, 2], W[b], kx)
         for k in range(5):
             out[b, k] = r[k]
     return out, W

@@ -15,7 +15,7 @@ __all__ = ["PARAM_NAMES", "WHEEL_PARAM_NAMES", "PK", "N_PARAMS", "PQ", "TERRAIN_
 
 # Dyn4Params' scalar fields (L = lf + lr), then the per-wheel ones
 PARAM_NAMES = ("m", "Iz", "h", "g", "eps_load", "delta_max", "a_drive", "a_brake", "power", "tau_steer",
-               "tau_drive", "c_drag", "f_roll", "v_lat", "v_roll", "Ix", "Iy", "L")
+               "tau_drive", "c_drag", "f_roll", "v_lat", "v_roll", "Ix", "Iy", "m_rot", "L")
 WHEEL_PARAM_NAMES = ("x_w", "y_w", "Fz0", "B", "C", "E", "drive_share", "k", "damp")
 _UPPER = {"x_w": "X_W", "y_w": "Y_W", "Fz0": "FZ0", "drive_share": "DRIVE_SHARE"}
 PK = IntEnum("PK", [(n.upper(), i) for i, n in enumerate(PARAM_NAMES)]

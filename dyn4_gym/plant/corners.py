@@ -184,7 +184,7 @@ def forces_at(x: torch.Tensor, delta: torch.Tensor, a: torch.Tensor, p: Dyn4Para
     if drive is None:
         Fx, limit, demand = longitudinal_forces(a, x[..., 3], Fz, mu, p)
     else:
-        Fx, limit, demand = driven_forces(drive, x[..., 3], Fz, mu, p)
+        Fx, limit, demand = driven_forces(drive, x[..., 3], Fz, mu, p, _u(p.road_share))
     # locked wheels slide against their patch's velocity (tire.py, "Locked wheels"); the
     # longitudinal part is explicit, at the step's start, like the rolling force
     delta_w = ackermann(delta, p)

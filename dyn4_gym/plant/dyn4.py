@@ -41,7 +41,7 @@ import torch
 from ..ground import Flat, Ground
 from ..model.constants import LOCKED
 from .corners import Forces, ackermann, corner_sum, forces_at, grade_force, wheel_points
-from .energy import contact_rates, step_books
+from .energy import contact_rates, spin_up, step_books
 from .params import Dyn4Params
 from .planar import check_step_args, clamp_inputs, lag, planar_step, twist_dot, wheel_frames
 from .state import DYN4
@@ -124,7 +124,7 @@ def dyn4_drive_step(x: torch.Tensor, steer_cmd: torch.Tensor, drive: torch.Tenso
     a = (drive[..., 0] - torch.sign(vx) * drive[..., 1]) / p.m
     f = forces_at(x, delta, a, p, g, drive=drive)
     braking = drive[..., 1] > drive[..., 0].abs()
-    out = _advance(x, f, p, g, hdt, braking, books, f_ext, keep_planar=books)
+    out = _advance(x, f, p, g, hdt, braking, books, f_ext, keep_planar=books, driven=True)
     if not books:
         return out
     x1, bk, pl = out
@@ -147,7 +147,10 @@ def drive_work(x, x1, f: Forces, pl, drive, p: Dyn4Params, hdt: float) -> DriveW
     v_drive = (p.drive_share * y).sum(-1)
     work = hdt * drive[..., 0] * v_drive
     brakes = hdt * (Bk * y).sum(-1)
-    wheelspin = hdt * ((D - Bk - f.Fx) * y).sum(-1)
+    # supplied = drive - brakes - wheelspin, with supplied's share that spun up the rotating parts
+    # along vx (energy.step_books): what stays is the friction cap's take, plus the rotating parts'
+    # share at the wheels' own speeds less at vx (zero on a straight line at a steady pitch)
+    wheelspin = hdt * ((D - Bk - f.Fx) * y).sum(-1) - spin_up(f.Fx, pl, x, x1, p, hdt)
     return DriveWork(work, brakes, wheelspin, v_drive)
 
 
@@ -156,8 +159,10 @@ def _check_f_ext(f_ext) -> None:
         raise ValueError(f"f_ext must be a tensor of shape (..., 3) = (Fx, Fy, Mz), got {getattr(f_ext, 'shape', type(f_ext))}")
 
 
-def _advance(x, f: Forces, p: Dyn4Params, g: Ground, hdt: float, braking, books: bool, f_ext, keep_planar=False):
-    """Stages 4-7 from the forces ``f`` (and the books): what both entry points share."""
+def _advance(x, f: Forces, p: Dyn4Params, g: Ground, hdt: float, braking, books: bool, f_ext, keep_planar=False,
+             driven=False):
+    """Stages 4-7 from the forces ``f`` (and the books): what both entry points share. ``driven``:
+    the wheels turn under a powertrain's torques, so ``vx`` carries the rotating parts (``m_rot``)."""
     vx, vy, r = x[..., DYN4.VX], x[..., DYN4.VY], x[..., DYN4.R]
     q, qd = x[..., DYN4.Z:DYN4.THETA + 1], x[..., DYN4.ZD:DYN4.THETAD + 1]
     braking = braking & (f.lock.min(-1).values < LOCKED)  # the clamp holds rolling wheels only
@@ -168,7 +173,7 @@ def _advance(x, f: Forces, p: Dyn4Params, g: Ground, hdt: float, braking, books:
     else:
         f_all = tuple(a + b for a, b in zip(f_grade, port))
     pl = planar_step(vx, vy, r, f.delta_w, f.Fx, f.D, p, hdt, braking=braking, f_ext=f_all,
-                     sliding=(f.lock, f.limit, f.k_lat))
+                     sliding=(f.lock, f.limit, f.k_lat), kx=p.road_share if driven else None)
     fx_b = (f.Fx * pl.cosd - pl.Fy * pl.sind).sum(-1)
     fy_b = (f.Fx * pl.sind + pl.Fy * pl.cosd).sum(-1)
     q1, qd1 = _vertical(q, qd, fx_b, fy_b, f, p, hdt)
@@ -177,7 +182,7 @@ def _advance(x, f: Forces, p: Dyn4Params, g: Ground, hdt: float, braking, books:
                     torch.stack((f.delta, f.a), -1)), -1)
     if not books:
         return x1
-    bk = step_books(x, x1, f, pl, f_grade, p, g, hdt, f_ext=port)
+    bk = step_books(x, x1, f, pl, f_grade, p, g, hdt, f_ext=port, driven=driven)
     return (x1, bk, pl) if keep_planar else (x1, bk)
 
 

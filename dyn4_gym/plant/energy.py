@@ -93,19 +93,22 @@ def _twist(x):
     return x[..., 3], x[..., 4], x[..., 5], x[..., 9], x[..., 10], x[..., 11]
 
 
-def _energy_on(x: torch.Tensor, p: Dyn4Params, hg: torch.Tensor) -> torch.Tensor:
+def _energy_on(x: torch.Tensor, p: Dyn4Params, hg: torch.Tensor, driven: bool = False) -> torch.Tensor:
     """``H`` with given ground heights under the wheels ``hg (..., 4)``."""
     vx, vy, r, zd, phid, thetad = _twist(x)
     q = x[..., 6:9]
     spring = p.Fz0 + p.k * (hg - corner_dot(q, p))  # k_i l_i
     kinetic = 0.5 * (p.m * (vx * vx + vy * vy + zd * zd) + p.Iz * r * r + p.Ix * phid * phid + p.Iy * thetad * thetad)
+    if driven:
+        kinetic = kinetic + 0.5 * p.m_rot * vx * vx
     return kinetic + (0.5 * spring * spring / p.k).sum(-1) + p.m * p.g * q[..., 0]
 
 
-def dyn4_energy(x: torch.Tensor, p: Dyn4Params, g) -> torch.Tensor:
-    """The Hamiltonian ``H`` [J] of state(s) ``x (..., 14)`` on ground ``g``."""
+def dyn4_energy(x: torch.Tensor, p: Dyn4Params, g, driven: bool = False) -> torch.Tensor:
+    """The Hamiltonian ``H`` [J] of state(s) ``x (..., 14)`` on ground ``g``; ``driven``: with the
+    rotating parts' ``1/2 m_rot vx^2`` (the driven plant's, docs/plant.md "Rotating inertia")."""
     _, hg = g(wheel_points(x[..., 0], x[..., 1], x[..., 2], p))
-    return _energy_on(x, p, hg)
+    return _energy_on(x, p, hg, driven)
 
 
 def _u(t):
@@ -128,9 +131,19 @@ def contact_rates(x, x1, pl: Planar, p: Dyn4Params) -> torch.Tensor:
     return twist_dot(pl.gv, vx, vy, r) + h * (pl.sind * pd.unsqueeze(-1) - pl.cosd * td.unsqueeze(-1))
 
 
-def step_books(x, x1, f: Forces, pl: Planar, f_grade, p: Dyn4Params, g, hdt: float, f_ext=None) -> Books:
+def spin_up(Fx, pl: Planar, x, x1, p: Dyn4Params, hdt: float) -> torch.Tensor:
+    """[J] what the driven wheels' torques put into the rotating parts over a substep, on top of
+    the tires' work: their force along ``vx`` is ``Fx / kx``, so ``(m_rot / m) sum_i Fx_i g_i,x``
+    works on the midpoint ``vx``."""
+    vx = 0.5 * (x[..., 3] + x1[..., 3])
+    return hdt * (p.m_rot / p.m) * (Fx * pl.gv[0]).sum(-1) * vx
+
+
+def step_books(x, x1, f: Forces, pl: Planar, f_grade, p: Dyn4Params, g, hdt: float, f_ext=None,
+               driven: bool = False) -> Books:
     """The books of the substep ``x -> x1``, from the forces the step applied (dyn4.py):
-    ``f_grade`` the grade force, ``f_ext`` the external port's ``(Fx, Fy, Mz)``, each a triple or None."""
+    ``f_grade`` the grade force, ``f_ext`` the external port's ``(Fx, Fy, Mz)``, each a triple or None.
+    ``driven``: a powertrain's step, whose ``H`` holds the rotating parts (``m_rot``)."""
     vx, vy, r, pd, td = _midpoint(x, x1)
     cosd, sind, nv = pl.cosd, pl.sind, pl.nv
     h = _u(p.h)
@@ -138,6 +151,8 @@ def step_books(x, x1, f: Forces, pl: Planar, f_grade, p: Dyn4Params, g, hdt: flo
     pd_, td_ = pd.unsqueeze(-1), td.unsqueeze(-1)
     y = contact_rates(x, x1, pl, p)
     supplied = hdt * (Fx * y).sum(-1)
+    if driven:
+        supplied = supplied + spin_up(Fx, pl, x, x1, p, hdt)
     tire = -hdt * (Fy0 * nv[0] * vx.unsqueeze(-1) + Fy * (nv[1] * vy.unsqueeze(-1) + nv[2] * r.unsqueeze(-1))).sum(-1)
     lever = hdt * (Fy * h * (cosd * pd_ + sind * td_)).sum(-1)
     drag = hdt * pl.drag * vx
@@ -150,10 +165,10 @@ def step_books(x, x1, f: Forces, pl: Planar, f_grade, p: Dyn4Params, g, hdt: flo
     through_dampers = -hdt * (p.damp * rel1 * f.hdot).sum(-1)
     grade = torch.zeros_like(supplied) if f_grade is None else hdt * (f_grade[0] * vx + f_grade[1] * vy + f_grade[2] * r)
     external = torch.zeros_like(supplied) if f_ext is None else hdt * (f_ext[0] * vx + f_ext[1] * vy + f_ext[2] * r)
-    limiter = p.m * (x1[..., 3] - pl.vx_free) * vx
-    H0 = _energy_on(x, p, f.hg)
-    H1_old = _energy_on(x1, p, f.hg)
-    H1 = dyn4_energy(x1, p, g)
+    limiter = (p.m + p.m_rot if driven else p.m) * (x1[..., 3] - pl.vx_free) * vx
+    H0 = _energy_on(x, p, f.hg, driven)
+    H1_old = _energy_on(x1, p, f.hg, driven)
+    H1 = dyn4_energy(x1, p, g, driven)
     ground = H1 - H1_old + through_dampers
     dH = H1 - H0
     dissipated = tire + damper + drag

@@ -18,7 +18,7 @@ from .energy import sum_books
 from .spec import HUMVEE
 from .state import DYN4
 
-__all__ = ["wheel_loads", "stop", "skidpad", "circle", "mu_split_stop", "bump", "weave", "kinematic_stop"]
+__all__ = ["wheel_loads", "stop", "skidpad", "circle", "mu_split_stop", "bump", "weave", "kinematic_stop", "ramp_steer"]
 
 
 def wheel_loads(x: torch.Tensor, p, g: Ground | None = None) -> torch.Tensor:
@@ -97,6 +97,39 @@ def circle(p, g: Ground | None = None, deltas=(0.15, 0.30, 0.45), v: float = 3.0
     radius = torch.hypot(vx, vy - r * p.lr) / r
     kin = p.L / torch.tan(d)
     return dict(radius=radius.numpy(), kinematic=kin.numpy(), rel_error=(radius / kin - 1).numpy())
+
+
+@torch.no_grad()
+def ramp_steer(p, g: Ground | None = None, v: float = 20.0, rate: float = 0.2, hdt: float = 0.01,
+               fit=(0.1, 0.4)) -> dict:
+    """A constant-speed ramp steer (ISO 13674-2's slow ramp; SAE J266's steady-state method): the
+    steer of the virtual centre wheel rises at ``rate`` deg/s while a speed loop holds ``v``,
+    until the lateral acceleration passes ``fit[1]`` g or the steer hits its limit.
+
+    Returns the understeer gradient ``K`` [deg/g], the slope of ``delta - L kappa`` (the steer
+    beyond Ackermann's for the path's curvature ``kappa = r / v``) against ``a_y / g`` with
+    ``a_y = v r``, fitted by least squares over ``fit`` g; and the traces. ``K > 0``: understeer.
+    """
+    g = Flat() if g is None else g
+    x = _start(p, g, v)
+    gravity = float(p.g)
+    delta, ay, kappa = [], [], []
+    n = int(float(p.delta_max) / math.radians(rate) / hdt)
+    for k in range(n):
+        d = torch.full_like(x[:, 0], math.radians(rate) * k * hdt)
+        a_cmd = 2.0 * (v - x[:, DYN4.VX])
+        x = dyn4_step(x, torch.stack((d, a_cmd), -1), p, g, hdt)
+        speed = float(torch.hypot(x[0, DYN4.VX], x[0, DYN4.VY]))
+        delta.append(float(x[0, DYN4.DELTA]))
+        ay.append(speed * float(x[0, DYN4.R]) / gravity)
+        kappa.append(float(x[0, DYN4.R]) / speed)
+        if ay[-1] > fit[1] + 0.05:
+            break
+    delta, ay, kappa = np.array(delta), np.array(ay), np.array(kappa)
+    excess = np.degrees(delta - float(p.L) * kappa)
+    sel = (ay >= fit[0]) & (ay <= fit[1])
+    K = float(np.polyfit(ay[sel], excess[sel], 1)[0])
+    return dict(K=K, delta=delta, ay=ay, kappa=kappa, excess=excess)
 
 
 @torch.no_grad()

@@ -123,6 +123,7 @@ class Dyn4Params(BikeParams):
     Iy: torch.Tensor = _f(2, "[kg m^2] pitch inertia")
     k: torch.Tensor = _f(0, "[N/m] (4,) corner spring rates (kg/s^2)")
     damp: torch.Tensor = _f(0, "[N s/m] (4,) corner damper rates (kg/s)")
+    m_rot: torch.Tensor = _f(0, "[kg] the parts spinning with the wheels as a mass: rotating inertia / r^2 (driven plant only)")
     grade_force: bool = field(default=False, metadata={"doc": "apply the slopes' horizontal reaction (docs/plant.md)"})
     damper: str = field(default="passive", metadata={
         "doc": "'passive': dampers on each corner's rate relative to the ground under it; 'skyhook': on the body's"})
@@ -134,6 +135,13 @@ class Dyn4Params(BikeParams):
             raise ValueError(f"Dyn4Params.grade_force must be a bool, got {self.grade_force!r}")
 
     n_wheels = 4
+
+    @property
+    def road_share(self) -> torch.Tensor:
+        """``m / (m + m_rot)``: the share of a driven wheel's torque over its radius that reaches
+        the road while it rolls; the rest spins up what turns with it (docs/plant.md, "Rotating
+        inertia")."""
+        return self.m / (self.m + self.m_rot)
 
     @property
     def tf(self) -> torch.Tensor:
@@ -269,7 +277,9 @@ def dyn4_params(spec: VehicleSpec, dtype: torch.dtype = torch.float32, device=No
         ki = mi * (2 * math.pi * f) ** 2
         k.append(ki)
         damp.append(2 * zeta * math.sqrt(ki * mi))
-    values.update(Ix=ix, Iy=iy, k=k, damp=damp, grade_force=False, damper="passive")
+    # the rotating parts' kinetic energy 1/2 J (vx / r)^2 as a mass on vx (docs/plant.md, "Rotating inertia")
+    m_rot = spec.rotating_inertia / spec.tire_radius**2
+    values.update(Ix=ix, Iy=iy, k=k, damp=damp, m_rot=m_rot, grade_force=False, damper="passive")
     return _build(Dyn4Params, values, dtype, device, changes)
 
 

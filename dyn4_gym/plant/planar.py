@@ -96,7 +96,7 @@ def twist_dot(v, vx, vy, r):
     return v[0] * vx.unsqueeze(-1) + v[1] * vy.unsqueeze(-1) + v[2] * r.unsqueeze(-1)
 
 
-def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=None, sliding=None):
+def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=None, sliding=None, kx=None):
     """One in-plane substep. Shapes: twist ``(...)``, per-wheel ``(..., n)``.
 
     Returns a :class:`Planar`. ``braking`` (...) bool
@@ -104,6 +104,11 @@ def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=No
     on the twist over the step (the grade force). ``sliding = (lock, limit, k_lat)``: the locked
     share of each wheel slides (tire.py, "Locked wheels"), its lateral secant
     ``tire.sliding_secant``; None: every wheel rolls (the single-track plant).
+
+    ``kx = m / (m + m_rot)`` (the driven plant, docs/plant.md "Rotating inertia"): ``vx`` carries
+    the parts that spin with the wheels, ``(m + m_rot) vx' = sum_i Fx_i g_i,x / kx + (the other
+    forces along x) + m r vy``; the tires' ``Fx`` already are ``kx`` times the wheels' torque
+    over radius (tire.driven_forces). None: ``kx = 1``, the acceleration command's servo.
     """
     m, Iz = p.m, p.Iz
     cosd, sind, gv, nv = wheel_frames(delta_w, p)
@@ -115,10 +120,14 @@ def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=No
 
     S0 = secant(vx, vy, r)
     Fy0 = -S0 * twist_dot(nv, vx, vy, r)
-    fx_body = (Fx * gv[0] + Fy0 * nv[0]).sum(-1)
     drag = p.c_drag * vx * vx.abs() + p.f_roll * torch.tanh(vx / p.v_roll)
     ext = (0.0, 0.0, 0.0) if f_ext is None else f_ext
-    vx_free = vx + hdt * ((fx_body - drag + ext[0]) / m + r * vy)
+    if kx is None:
+        fx_body = (Fx * gv[0] + Fy0 * nv[0]).sum(-1)
+        vx_free = vx + hdt * ((fx_body - drag + ext[0]) / m + r * vy)
+    else:
+        fx_body = (Fx * gv[0] + (kx.unsqueeze(-1) if kx.ndim else kx) * Fy0 * nv[0]).sum(-1)
+        vx_free = vx + hdt * ((fx_body - kx * drag + kx * ext[0]) / m + kx * r * vy)
     if braking is None:
         vx1 = vx_free
     else:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["VehicleSpec", "HUMVEE", "HMMWV_CHRONO"]
+__all__ = ["VehicleSpec", "HUMVEE", "HMMWV_CHRONO", "ROTATING_INERTIA"]
 
 _DRIVETRAINS = ("4wd", "fwd", "rwd")
 
@@ -65,6 +65,11 @@ class VehicleSpec:
     lateral_blend_speed: float  # [m/s] low-speed blend of the slip angle (see tire.py)
     rolling_blend_speed: float  # [m/s] rolling resistance fades in below this speed (tanh)
     gravity: float = 9.81  # [m/s^2]
+    # [kg m^2] everything that spins with the wheels when a powertrain drives them (wheels, tires,
+    # hubs, axles, the driveline's shafts downstream of the gearbox), at wheel speed: each part's
+    # inertia times the square of its speed over the wheel's. Felt only by the driven plant
+    # (dyn4_drive_step): an acceleration command is a servo at the contact patches (docs/plant.md).
+    rotating_inertia: float = 0.0
 
     def __post_init__(self) -> None:
         positive = (
@@ -80,7 +85,7 @@ class VehicleSpec:
         nonneg = (
             "track_front", "track_rear", "tire_load_sensitivity", "max_drive_accel", "steer_lag",
             "damping_ratio_front", "damping_ratio_rear", "drag_area", "air_density",
-            "rolling_resistance",
+            "rolling_resistance", "rotating_inertia",
         )
         for name in nonneg:
             value = getattr(self, name)
@@ -115,6 +120,17 @@ class VehicleSpec:
         """A copy with some fields changed; unknown names raise ``TypeError``."""
         return dataclasses.replace(self, **changes)
 
+
+# The parts that spin with the wheels, from Chrono's HMMWV files (bundled), at wheel speed:
+# per corner the tire (HMMWV_TMeasyTire, spin axis 6.69), the rim (HMMWV_Wheel, 0.6243), the
+# spindle (HMMWV_DoubleWishboneFront, 0.07352) and the axle shaft (same file, 0.4); the driveline
+# (HMMWV_Driveline4WD, ShaftsDriveline4WD): the driveshaft 0.5, the central differential's box
+# 0.6, the front and rear driveshafts 0.5 each, all turning 1 / 0.2 = 5x wheel speed behind the
+# conical gears (ratio 0.2), and the two axle differentials' boxes 0.6 each at wheel speed. The
+# gearbox's and the converter turbine's shafts are not in the bundled data and are left out.
+_CORNER_SPIN = 6.69 + 0.6243 + 0.07352 + 0.4
+_DRIVELINE_AT_WHEELS = (0.5 + 0.6 + 0.5 + 0.5) / 0.2**2 + 0.6 + 0.6
+ROTATING_INERTIA = 4 * _CORNER_SPIN + _DRIVELINE_AT_WHEELS  # 84.85 kg m^2, 384 kg at r0 0.4699 m
 
 # fmt: off
 HUMVEE = VehicleSpec(
@@ -164,12 +180,13 @@ HUMVEE = VehicleSpec(
     rolling_resistance=0.015,   # LFDM tmeasy.json: rr 0.015
     lateral_blend_speed=0.5,    # chosen, see tire.py
     rolling_blend_speed=0.25,   # chosen: rolling resistance is Coulomb-like; smoothed at rest
+    rotating_inertia=ROTATING_INERTIA,
 )
 # fmt: on
 
 # Chrono's HMMWV model where it differs from the M998 preset (issue 22): the steering as Chrono
-# drives it, with the powertrain HMMWV_CHRONO_POWERTRAIN (drive_step, drive_rollout). The
-# rotating inertia of wheels and driveline is not modelled yet in either preset.
+# drives it, with the powertrain HMMWV_CHRONO_POWERTRAIN (drive_step, drive_rollout). Both presets
+# carry the wheels' and driveline's rotating inertia (ROTATING_INERTIA, from Chrono's files).
 HMMWV_CHRONO = HUMVEE.replace(
     name="HMMWV (Chrono model)",
     max_steer=0.582178801,  # LFDM 18dof vehicle.json maxSteer, linear steer map (nonLinearSteer false)

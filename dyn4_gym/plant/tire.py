@@ -123,14 +123,17 @@ def driven_requests(drive, vx, Fz, p):
     return D, Bk
 
 
-def driven_forces(drive, vx, Fz, mu, p):
+def driven_forces(drive, vx, Fz, mu, p, kx):
     """``(Fx, limit, demand)`` like :func:`longitudinal_forces`, from the powertrain's forces instead
-    of an acceleration command: ``Fx_i = softcap(D_i - Bk_i, mu_i Fz_i)`` (:func:`driven_requests`).
-    No power cap and no blend: the powertrain's maps already bound the drive force."""
+    of an acceleration command: ``Fx_i = softcap(kx (D_i - Bk_i), mu_i Fz_i)``
+    (:func:`driven_requests`). ``kx = m / (m + m_rot)``: the share of a wheel's torque over its
+    radius that reaches the road while the wheel rolls; the rest spins up the wheels and the
+    driveline (docs/plant.md, "Rotating inertia"). No power cap and no blend: the powertrain's
+    maps already bound the drive force."""
     D, Bk = driven_requests(drive, vx, Fz, p)
     limit = mu * Fz
-    demand = drive[..., 1:2] * (Fz / Fz.sum(-1, keepdim=True))  # each wheel's brake force, unsigned
-    return softcap(D - Bk, limit), limit, demand
+    demand = kx * (drive[..., 1:2] * (Fz / Fz.sum(-1, keepdim=True)))  # each wheel's brake force at the road, unsigned
+    return softcap(kx * (D - Bk), limit), limit, demand
 
 
 def lock_share(demand, limit) -> torch.Tensor:
