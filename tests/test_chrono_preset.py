@@ -63,7 +63,7 @@ def test_the_rotating_inertia_is_chronos_wheels_and_driveline():
 
     tire, wheel, dw = _chrono("HMMWV_TMeasyTire"), _chrono("HMMWV_Wheel"), _chrono("HMMWV_DoubleWishboneFront")
     dl = _chrono("HMMWV_Driveline4WD")
-    corner = tire["Inertia [kg.m2]"][1] + wheel["Inertia"][1] + dw["Spindle"]["Inertia"][1] + dw["Axle"]["Inertia"]
+    corner = tire["Design"]["Inertia [kg.m2]"][1] + wheel["Inertia"][1] + dw["Spindle"]["Inertia"][1] + dw["Axle"]["Inertia"]
     sh, ratio = dl["Shaft Inertia"], dl["Gear Ratio"]["Front Conical Gear"]
     assert ratio == dl["Gear Ratio"]["Rear Conical Gear"]
     fast = sh["Driveshaft"] + sh["Central Differential Box"] + sh["Front Driveshaft"] + sh["Rear Driveshaft"]
