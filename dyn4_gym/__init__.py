@@ -11,11 +11,53 @@ re-import it through ``gym.make("dyn4_gym:Dyn4Humvee-v1")`` are fine):
 
 Each has a ``-v0`` twin whose progress term is not capped at the target speed
 (``progress_cap=None``), kept so earlier results can be reproduced (docs/env.md, "Versions").
+
+- ``Dyn4HumveeRace-v0``: minimum time at the friction limit (issue 23; docs/env.md, "The race
+  task"): a course whose corners need up to 7 m/s^2 at its 20 m/s design speed, friction patches,
+  the friction ahead in the observation, a reward of metres along the course less the time.
+- ``Dyn4HumveeEco-v0``: fuel at a time budget (issue 23; docs/env.md, "The eco task"): the
+  powertrain over hills, a reward of minus the fuel (and half the progress), and a cost for each
+  step past the budget.
 """
 
 __version__ = "0.1.0"
 
 FLAT_GROUND = {"hills_amplitude": 0.0, "n_patches": 0, "n_bumps": 0}
+# The race task (docs/env.md, "The race task"): the course's corners need up to 7 m/s^2 at the
+# 20 m/s design speed, where the Humvee holds about 6.9 m/s^2 on mu 0.8 and 3.4 on mu 0.4 (its
+# skidpad), so a fast lap brakes for the corners; six friction patches on and near the course
+# (mu 0.4-1.0), seen ahead in the observation; the reward pays metres along the course,
+# uncapped, less the step's time at half the design speed, so a finished course returns
+# ``length - 10 m/s x time``: the time to finish, and a crash never pays (termination 20).
+RACE = {
+    "course": {"length": 400.0, "lat_accel": 7.0, "wavelength_min": 60.0, "wavelength_max": 200.0,
+               "half_width": 4.0, "preview": [10.0, 20.0, 30.0, 45.0, 60.0], "preview_friction": True},
+    "ground": {"n_patches": 6, "patch_radius_min": 6.0, "patch_radius_max": 15.0, "n_bumps": 2},
+    "target_speed": 20.0, "start_speed": 10.0, "episode_steps": 1200, "progress_cap": None,
+    "reward_weights": {"progress": 1.0, "time": 0.5, "speed": 0.0, "cross_track": 0.0, "heading": 0.0,
+                       "energy": 0.0, "fuel": 0.0, "tire_slip": 0.0, "damper": 0.0, "comfort": 0.0,
+                       "action_rate": 0.0, "termination": 20.0},
+    "engine": "auto",
+}
+# The eco task (docs/env.md, "The eco task"): a 400 m course over 2 m hills, driven through the
+# powertrain (action="driver"), to arrive within 44 s (400 m at 10 m/s, plus 10 %) on as little
+# fuel as possible. The reward is minus the fuel burned, in metres of lift (fuel energy / m g),
+# half a metre per metre along the course (uncapped: a dense signal to move, and a constant, 200,
+# over any finished course), and each step past the budget costs the time term's 0.5 m: a course
+# finished in time returns 200 minus its fuel, so its return is the metric, litres per 100 km,
+# up to that constant. The termination weight, 200, is more than a whole course's fuel (about
+# 66 m at 12 L/100 km) plus the lateness of a car still driving at the 60 s truncation (16 s
+# late: 160 m), so a crash never saves fuel.
+ECO = {
+    "action": "driver",
+    "course": {"length": 400.0},
+    "ground": {"hills_amplitude": 2.0, "hills_wavelength_min": 60.0, "hills_wavelength_max": 180.0, "n_bumps": 0},
+    "target_speed": 10.0, "time_budget": 44.0, "episode_steps": 1200, "progress_cap": None,
+    "reward_weights": {"progress": 0.5, "speed": 0.0, "cross_track": 0.0, "heading": 0.0, "energy": 0.0,
+                       "fuel": 1.0, "tire_slip": 0.0, "damper": 0.0, "comfort": 0.0, "action_rate": 0.0,
+                       "late": 1.0, "termination": 200.0},
+    "engine": "auto",
+}
 EPISODE_STEPS = 800  # EnvConfig.episode_steps's default (tests/test_conventions.py holds them equal)
 
 
@@ -30,6 +72,8 @@ def _register() -> None:
     # v1: progress paid up to the target speed (EnvConfig.progress_cap's default); v0: uncapped
     specs = {f"{name}-{v}": {**kwargs, **extra} for name, kwargs in tasks.items()
              for v, extra in (("v0", {"progress_cap": None}), ("v1", {}))}
+    specs["Dyn4HumveeRace-v0"] = dict(RACE)
+    specs["Dyn4HumveeEco-v0"] = dict(ECO)
     for env_id, kwargs in specs.items():
         if env_id in registry:
             continue
@@ -37,7 +81,8 @@ def _register() -> None:
         # there (the env lifts its own limit under gym.make, docs/env.md "Episode end"), and
         # tools that read env.spec.max_episode_steps see it
         register(id=env_id, entry_point="dyn4_gym.envs.env:Dyn4Env",
-                 vector_entry_point="dyn4_gym.envs.vector:Dyn4VectorEnv", kwargs=kwargs, max_episode_steps=EPISODE_STEPS)
+                 vector_entry_point="dyn4_gym.envs.vector:Dyn4VectorEnv", kwargs=kwargs,
+                 max_episode_steps=kwargs.get("episode_steps", EPISODE_STEPS))
 
 
 _register()

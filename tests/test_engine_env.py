@@ -29,12 +29,17 @@ from dyn4_gym.ground import TERRAIN_KINDS, Ground, GroundKernel, TerrainKind, re
 
 BOOKS = ("dH", "damper", "dissipated", "drag", "grade", "ground", "lever", "limiter", "residual", "supplied", "tire")
 TERMS = ("action_rate", "comfort", "cross_track", "damper", "energy", "heading", "progress", "speed", "termination",
-         "tire_slip")
+         "tire_slip", "time")
 GOLDEN = Path(__file__).parent / "data" / "env_golden.json"
 TASKS = {"default": {}, "flat": {"ground": dict(dyn4_gym.FLAT_GROUND)},
          "sliding": {"target_speed": 16.0, "ground": {"base_mu": 0.35}},  # past the tires' peak often
          "creeping": {"target_speed": 1.0, "start_speed": 0.0, "ground": {"bump_height_min": 0.2,
-                                                                            "bump_height_max": 0.3}}}
+                                                                            "bump_height_max": 0.3}},
+         # the race task: the friction ahead observed (sampled in the kernel), the time term
+         "race": {k: v for k, v in dyn4_gym.RACE.items() if k != "engine"},
+         # the eco task: its time budget (the late term), driven through the powertrain below
+         "eco": {k: v for k, v in dyn4_gym.ECO.items() if k not in ("engine", "action", "time_budget")}
+         | {"time_budget": 5.0}}
 
 
 def _rel(a, b):
@@ -72,7 +77,7 @@ def _drive(env, n_steps, seed=0, n=4, term_names=TERMS, book_names=BOOKS, loc=(0
     return {k: np.asarray(v) for k, v in out.items()}
 
 
-@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("task", ["default", "flat", "sliding", "creeping", "race"])
 def test_same_seed_same_actions_same_episodes_on_both_engines(task):
     """1,000 steps, 4 rows, resets included: the engines agree to 1e-9 (float64)."""
     kw = dict(TASKS[task], dtype="float64", episode_steps=150)
@@ -89,10 +94,10 @@ def test_same_seed_same_actions_same_episodes_on_both_engines(task):
 
 DRIVER_LINES = ("supplied", "dissipated", "tire", "residual", "fuel", "powertrain", "engine", "converter", "driveline",
                 "drive", "brakes", "wheelspin")
-DRIVER_TERMS = ("progress", "speed", "energy", "fuel", "action_rate", "termination")
+DRIVER_TERMS = ("progress", "speed", "energy", "fuel", "action_rate", "termination", "late")
 
 
-@pytest.mark.parametrize("task", ["default", "flat"])
+@pytest.mark.parametrize("task", ["default", "flat", "race", "eco"])
 def test_driver_variant_is_the_same_on_both_engines(task):
     """``action="driver"`` (the powertrain in the kernel), fuel weighted: 600 steps, 4 rows, resets."""
     kw = dict(TASKS[task], action="driver", dtype="float64", episode_steps=150, reward_weights={"fuel": 1.0})
@@ -116,8 +121,9 @@ def test_driver_variant_is_the_same_on_both_engines(task):
     assert (b[..., i["fuel"]] >= 0).all() and b[..., i["fuel"]].sum() > 0
     assert (nb["terms"][..., DRIVER_TERMS.index("fuel")] <= 0).all()
     # observations carry the engine speed [krpm] and the gear
-    assert set(np.unique(nb["obs"][..., -1]).tolist()) <= {1.0, 2.0, 3.0}
-    assert (nb["obs"][..., -2] > 0.5).all()
+    from dyn4_gym.model.task import OBS
+    assert set(np.unique(nb["obs"][..., OBS.GEAR]).tolist()) <= {1.0, 2.0, 3.0}
+    assert (nb["obs"][..., OBS.ENGINE_SPEED] > 0.5).all()
 
 
 def test_the_engines_reproduce_the_env_golden():
@@ -390,7 +396,8 @@ def test_grid_kind_runs_in_the_kernel_as_on_torch():
                     "base_mu": 0.6},
                    {"kind": "grid", "heights": h.tolist(), "mu": (0.5 + 0.4 * rng.random((80, 60))).tolist(),
                     "origin": (-20.0, -30.0), "spacing": 2.0}):
-        kw = dict(dtype="float64", episode_steps=80, ground=ground)
+        # with the friction ahead observed: the observation samples the grid's own friction too
+        kw = dict(dtype="float64", episode_steps=80, ground=ground, course={"preview_friction": "mu" in ground})
         env = Dyn4VectorEnv(num_envs=2, engine="numba", **kw)
         assert env.runner.engine.name == "numba"
         nb = _drive(env, 120, n=2)

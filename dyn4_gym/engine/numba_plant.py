@@ -703,6 +703,12 @@ def sampler_tag(ground) -> str:
     return re.sub(r"\W", "_", f"{py.__module__}_{py.__qualname__}")
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def friction_point(b, X, Y, T):
+    """The ground's friction at one world point ``(X, Y)`` [m] of row ``b`` (the bound sampler's)."""
+    return sampler(b, X, Y, T, 0.0)[0]
+
+
 def with_sampler(ground, cache: bool) -> dict:
     """The functions that sample the ground, rebuilt with the sampler ``ground`` as their global
     ``sampler``: ``{name: build}``, by the names the entry kernels call them. A global is bound
@@ -714,7 +720,7 @@ def with_sampler(ground, cache: bool) -> dict:
     gur = rebuild(ground_under_row, sfx, cache, sampler=ground)
     bk = rebuild(books_row, sfx, cache, ground_under_row=gur)
     sub = rebuild(substep_row, sfx, cache, books_row=bk)
-    return dict(ground_under_row=gur, substep_row=sub,
+    return dict(ground_under_row=gur, substep_row=sub, friction_point=rebuild(friction_point, sfx, cache, sampler=ground),
                 drive_substep_row=rebuild(drive_substep_row, sfx, cache, substep_row=sub))
 
 

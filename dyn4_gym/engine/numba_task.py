@@ -29,14 +29,15 @@ from ..model.books import BOOK, N_BOOKS, N_PT_LINES, PTB
 from ..model.constants import OBS_CLIP, RPM
 from ..model.packed import CC, GC, PK, SC
 from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
-from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, TERM, TERM_ORDER
-from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, ground_under_row, height_at, loads_row,
-                          sampler_tag, serial_and_parallel, solve_sym3, substep_row, with_sampler)
+from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, OBS_INDEX, TERM, TERM_ORDER
+from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, friction_point, ground_under_row, height_at,
+                          loads_row, rebuild, sampler_tag, serial_and_parallel, solve_sym3, substep_row, with_sampler)
 from .numba_powertrain import N_PF, drive_substep_row
 
 __all__ = ["NumbaState", "reset_rows", "observe", "step", "guard_rows"]
 
 _NT = len(TERM_ORDER)
+N_OBS_ALL = len(OBS_INDEX)  # every entry a task can observe (model.task.OBS_TABLE_ALL)
 _MASK = 0xFFFFFFFF
 # slice bounds as plain ints: Numba's parallel array analysis takes only integer slice bounds
 _TERMS0, _BOOKS0, _PT0 = int(INFO.TERMS), int(INFO.BOOKS), int(INFO.PT_LINES)
@@ -248,14 +249,16 @@ def _wrap(a):
 
 
 @njit(cache=True, error_model="numpy")
-def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, ahead, scales, spacing, W, out):
-    """TaskCore.observe for row ``b`` into ``out (30,)`` (float32); ``(32,)`` with the powertrain's
-    engine speed and gear (``action="driver"``, ``pts`` its state). ``W[MU..SBY]`` hold the
-    ground at ``x`` (the step's last books, or :func:`ground_under_row`)."""
+def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, ahead, scales, cols, spacing, T, W, out):
+    """TaskCore.observe for row ``b`` into ``out (len(cols),)`` (float32): the entries ``cols``
+    (model.task.OBS indices, in order; ``scales`` theirs) of every entry the task can observe:
+    with the powertrain's engine speed and gear (``action="driver"``, ``pts`` its state), and the
+    ground's friction at the preview points (``course.preview_friction``, sampled on ``T``).
+    ``W[MU..SBY]`` hold the ground at ``x`` (the step's last books, or :func:`ground_under_row`)."""
     loads_row(x, P, passive, W)
     _, _, e, th = _project(CXY, CH, b, idx, x[S.X], x[S.Y], spacing)
     no = out.shape[0]
-    raw = np.empty(no)
+    raw = np.zeros(N_OBS_ALL)
     raw[OBS.VX], raw[OBS.VY], raw[OBS.YAW_RATE] = x[S.VX], x[S.VY], x[S.R]
     raw[OBS.ROLL], raw[OBS.PITCH], raw[OBS.ROLL_RATE], raw[OBS.PITCH_RATE] = x[S.PHI], x[S.THETA], x[S.PHID], x[S.THETAD]
     raw[OBS.STEER], raw[OBS.DRIVE] = x[S.DELTA], x[S.A]
@@ -275,26 +278,29 @@ def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, ahead, scales, spac
         rx, ry = qx - x[S.X], qy - x[S.Y]
         raw[OBS.PREVIEW0_X + 2 * k] = c * rx + sn * ry
         raw[OBS.PREVIEW0_Y + 2 * k] = -sn * rx + c * ry
-    if no > OBS.ENGINE_SPEED:
-        raw[OBS.ENGINE_SPEED], raw[OBS.GEAR] = pts[PT.OMEGA_E] * RPM, pts[PT.GEAR]
-    for i in range(no):
-        v = raw[i] / (P[PK.DELTA_MAX] if i == OBS.STEER else scales[i])  # the steer entry: the row's own max steer
+        if cols[no - 1] >= OBS.PREVIEW0_MU:  # the friction entries come last when observed
+            raw[OBS.PREVIEW0_MU + k] = friction_point(b, qx, qy, T)
+    raw[OBS.ENGINE_SPEED], raw[OBS.GEAR] = pts[PT.OMEGA_E] * RPM, pts[PT.GEAR]
+    for j in range(no):
+        i = cols[j]
+        v = raw[i] / (P[PK.DELTA_MAX] if i == OBS.STEER else scales[j])  # the steer entry: the row's own max steer
         if v != v:
             v = 0.0
-        out[i] = min(max(v, -OBS_CLIP), OBS_CLIP)
+        out[j] = min(max(v, -OBS_CLIP), OBS_CLIP)
 
 
-def _observe_py(rows, PP, grade, passive, T, CXY, CH, X, PTS, IDX, SS, VT, ahead, scales, spacing, OUT):
+def _observe_py(rows, PP, grade, passive, T, CXY, CH, X, PTS, IDX, SS, VT, ahead, scales, cols, spacing, OUT):
     for r in prange(rows.shape[0]):
         b = rows[r]
         W = np.empty((N_SCRATCH, 4))
         ground_under_row(b, X[b, S.X], X[b, S.Y], X[b, S.PSI], PP[b], passive or grade, T, W)
-        _observe_row(b, X[b], PTS[b], PP[b], passive, CXY, CH, IDX[b], SS[b], VT[b], ahead, scales, spacing, W, OUT[r])
+        _observe_row(b, X[b], PTS[b], PP[b], passive, CXY, CH, IDX[b], SS[b], VT[b], ahead, scales, cols, spacing, T, W,
+                     OUT[r])
 
 
 # ------------------------------------------------------------------------------------------- step
-def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, driver, Q, maps, X, CXY, CH, IDX,
-             SS, TT, PREV, VT, PTS, OUT, REW, INFOS, FLAGS):
+def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, cols, driver, Q, maps, X, CXY, CH,
+             IDX, SS, TT, PREV, VT, PTS, OUT, REW, INFOS, FLAGS):
     """TaskCore.step for every active row, in place; inactive rows are left as they are, their
     outputs zero (the caller resets them). ``driver``: actions are (steer, throttle, brake) through
     the powertrain (``Q``, ``maps``; state ``PTS``)."""
@@ -398,8 +404,8 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
         he = _wrap(cur[S.PSI] - th)
         vt = VT[b]
         terms = info[_TERMS0:_TERMS0 + _NT]
-        terms_row(terms, progress, cap * vt, cur[S.VX], vt, e, half_width, he, books, ptb, driver, weight,
-                  cur[S.PHID], cur[S.THETAD], a0, a1, a2, PREV[b], failed)
+        terms_row(terms, progress, cap * vt, vt * (hdt * n_sub), TT[b] * (hdt * n_sub) > C[SC.BUDGET], cur[S.VX], vt, e,
+                  half_width, he, books, ptb, driver, weight, cur[S.PHID], cur[S.THETAD], a0, a1, a2, PREV[b], failed)
         reward = 0.0
         for k in range(_NT):
             reward += weights[k] * terms[k]
@@ -421,15 +427,17 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
             PREV[b, ACT.BRAKE] = a2
         for i in range(N_PT):
             PTS[b, i] = scur[i]
-        _observe_row(b, cur, scur, P, passive, CXY, CH, idx, s_prev, vt, ahead, scales, spacing, W, OUT[b])
+        _observe_row(b, cur, scur, P, passive, CXY, CH, idx, s_prev, vt, ahead, scales, cols, spacing, T, W, OUT[b])
 
 
 # ------------------------------------------------------------------------------- the reward terms
 @njit(cache=True, error_model="numpy", inline="always")
-def terms_row(terms, progress, cap, vx, vt, e, half_width, he, books, ptb, driver, weight, phid, thetad, a0, a1, a2,
-              prev, failed):
+def terms_row(terms, progress, cap, step_dist, late, vx, vt, e, half_width, he, books, ptb, driver, weight, phid,
+              thetad, a0, a1, a2, prev, failed):
     """The built-in reward terms (envs/rewards.py; model.task.REWARD_TERM_TABLE) of one step into
-    ``terms (len(TERM),)``: progress paid up to ``cap`` [m], the step's books ``books`` (BOOK) and
+    ``terms (len(TERM),)``: progress paid up to ``cap`` [m], the step's time as ``step_dist`` =
+    target speed x control_dt [m] (paid again by ``late`` steps, past the time budget), the
+    step's books ``books`` (BOOK) and
     powertrain lines ``ptb`` (PTB), the final speed, cross-track, heading error and rates, the
     clipped action ``(a0, a1, a2)`` against ``prev``, ``weight`` = m g [N]."""
     terms[TERM.PROGRESS] = min(progress, cap)  # paid up to the target speed's distance
@@ -446,6 +454,8 @@ def terms_row(terms, progress, cap, vx, vt, e, half_width, he, books, ptb, drive
         rate += (a2 - prev[ACT.BRAKE]) ** 2
     terms[TERM.ACTION_RATE] = -rate
     terms[TERM.TERMINATION] = -1.0 if failed else 0.0
+    terms[TERM.TIME] = -step_dist
+    terms[TERM.LATE] = -step_dist if late else 0.0
 
 
 # --------------------------------------------------------------------------------- the non-finite guard
@@ -497,6 +507,9 @@ def kernels(ground=None, cache: bool = True) -> dict:
     kernel. Built once per sampler; compiled on first call (on disk with ``cache``)."""
     if ground not in _KERNELS:
         chain = with_sampler(ground, cache)
+        # the observation samples the ground's friction ahead (course.preview_friction) with it too
+        chain["_observe_row"] = rebuild(_observe_row, "_" + sampler_tag(ground), cache,
+                                        friction_point=chain["friction_point"])
         _KERNELS[ground] = {name: serial_and_parallel(_ENTRIES[name], chain, sampler_tag(ground), cache)
                             for name in ("step", "observe")}
     return _KERNELS[ground]
@@ -560,7 +573,7 @@ def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
     check_rows("observe", rows, st.batch_size)
     obs = np.empty((rows.size, k.n_obs), dtype=np.float32)
     _kernel(k, "observe", rows.size)(rows, st.P, k.grade, k.passive, st.terrain, st.course_xy, st.course_heading, st.x,
-                                  st.pt, st.idx, st.s, st.target_speed, k.ahead, k.scales, k.spacing, obs)
+                                  st.pt, st.idx, st.s, st.target_speed, k.ahead, k.scales, k.cols, k.spacing, obs)
     return obs
 
 
@@ -577,6 +590,7 @@ def step(k, st: NumbaState, actions: np.ndarray, active: np.ndarray):
     info = np.empty((B, len(INFO_COLUMNS)))
     flags = np.empty((B, len(FLAG_COLUMNS)), dtype=np.bool_)
     _kernel(k, "step", B)(actions, active, st.P, k.grade, k.passive, k.hdt, k.n_sub, st.terrain, k.step_consts,
-                       k.weights, k.ahead, k.scales, k.driver, k.Q, k.maps, st.x, st.course_xy, st.course_heading,
+                       k.weights, k.ahead, k.scales, k.cols, k.driver, k.Q, k.maps, st.x, st.course_xy,
+                       st.course_heading,
                        st.idx, st.s, st.t, st.prev_action, st.target_speed, st.pt, obs, rew, info, flags)
     return obs, rew, info, flags

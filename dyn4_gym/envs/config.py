@@ -36,6 +36,7 @@ class CourseConfig:
     lead_in: float = 20.0  # [m] straight start (curvature fades in over it) [0, 1000]
     goal_margin: float = 2.0  # [m] success when within this of the course's end [0, 1000]
     preview: tuple = (5.0, 10.0, 20.0, 30.0, 40.0)  # [m] ahead: course points in the observation, each (0, 1000]
+    preview_friction: bool = False  # also observe the ground's friction at those points (the race task)
     # a given centre line instead of a drawn one: ((x, y), ...) [m] in the world frame, each
     # |x|, |y| <= 1e6; the car starts at its first point heading along it, and ``length`` becomes
     # its arc length rounded down to whole ``spacing`` (the curvature fields are then unused)
@@ -72,6 +73,8 @@ class CourseConfig:
             raise ConfigError(f"{path}.preview must be 5 distances, got {self.preview!r}")
         for i, v in enumerate(self.preview):
             check_range(f"{path}.preview[{i}]", v, 0.0, 1000.0, lo_open=True)
+        if not isinstance(self.preview_friction, bool):
+            raise ConfigError(f"{path}.preview_friction must be true or false, got {self.preview_friction!r}")
 
 
 def _line_length(line, spacing) -> float:
@@ -130,6 +133,9 @@ class EnvConfig:
     # the speed term makes it cost; None: uncapped, the -v0 ids' reward (docs/env.md, "Versions") [0.1, 100]
     progress_cap: float | None = 1.0
     roll_limit: float = 0.6  # [rad] |roll| past this terminates (rollover) (0, 1.5]
+    # [s] the arrival's time budget: the "late" reward term costs every step that ends past it
+    # (the eco task); None: no budget (0, 1e5]
+    time_budget: float | None = None
     reward_weights: dict = field(default_factory=dict)  # overrides of the default weights, by term name, each [0, 1e4]
     reward_terms: tuple = ()  # extra RewardTerm objects (users' own terms; not named like a built-in)
     dtype: str = "float32"  # "float32" or "float64"
@@ -165,6 +171,8 @@ class EnvConfig:
         if self.progress_cap is not None:
             check_range(f"{path}.progress_cap", self.progress_cap, 0.1, 100.0)
         check_range(f"{path}.roll_limit", self.roll_limit, 0.0, 1.5, lo_open=True)
+        if self.time_budget is not None:
+            check_range(f"{path}.time_budget", self.time_budget, 0.0, 1e5, lo_open=True)
         if not isinstance(self.preset, str) or self.preset not in PRESETS:
             raise ConfigError(f"{path}.preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
         validate_vehicle(self.vehicle, f"{path}.vehicle")
@@ -210,7 +218,7 @@ class EnvConfig:
         return cls.from_dict(data, path=str(file))
 
 
-_OPTIONAL_FLOATS = ("start_speed", "progress_cap")  # float fields that may be None
+_OPTIONAL_FLOATS = ("start_speed", "progress_cap", "time_budget")  # float fields that may be None
 
 
 def _merge(obj, values: dict, path: str):

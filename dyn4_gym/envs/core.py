@@ -28,7 +28,7 @@ from ..plant.corners import forces_at
 from ..model.books import BOOK_LINES
 from ..model.constants import OBS_CLIP
 from ..model.task import (OBS_INDEX, OBS_NAMES, OBS_NAMES_DRIVER, OBS_TABLE, OBS_TABLE_DRIVER,  # noqa: F401 (re-exported)
-                          obs_scale)
+                          obs_names, obs_scale)
 from .._checks import ConfigError
 from .config import EnvConfig
 from .vehicle import vehicle_range_box
@@ -90,7 +90,7 @@ class TaskCore:
         self.terrain_kind = TERRAIN_KINDS[cfg.ground.kind]
         self._ahead = torch.tensor(cfg.course.preview, dtype=self.dtype, device=self.device)
         self.driver = cfg.action == "driver"
-        self.obs_names = OBS_NAMES_DRIVER if self.driver else OBS_NAMES
+        self.obs_names = obs_names(self.driver, cfg.course.preview_friction)
         # the action box: (steer, accel) in [-1, 1]^2, or (steer, throttle, brake) in [-1, 1] x [0, 1]^2
         low = [-1.0, 0.0, 0.0] if self.driver else [-1.0, -1.0]
         self._act_low = torch.tensor(low, dtype=self.dtype, device=self.device)
@@ -209,7 +209,8 @@ class TaskCore:
 
     # ------------------------------------------------------------------ observation
     def observe(self, state: TaskState) -> torch.Tensor:
-        """The observation ``(B, 30)`` (``OBS_TABLE``): value / scale, clipped to +-10; NaN -> 0."""
+        """The observation ``(B, len(obs_names))`` (``OBS_TABLE_ALL``'s entries this env observes,
+        model.task.obs_names): value / scale, clipped to +-10; NaN -> 0."""
         x, p = state.x, self.params_of(state)
         f = forces_at(x, x[:, DYN4.DELTA], x[:, DYN4.A], p, state.terrain)
         _, _, e, th = project(state.course_xy, state.course_heading, state.idx, x[:, :2], self.cfg.course.spacing)
@@ -226,6 +227,10 @@ class TaskCore:
                       engine_speed=state.pt[:, PT.OMEGA_E] * (30.0 / torch.pi), gear=state.pt[:, PT.GEAR])
         for k in range(bx.shape[1]):
             values[f"preview{k}_x"], values[f"preview{k}_y"] = bx[:, k], by[:, k]
+        if self.cfg.course.preview_friction:  # the ground's friction at the preview points
+            mu_ahead = state.terrain(pts)[0]
+            for k in range(bx.shape[1]):
+                values[f"preview{k}_mu"] = mu_ahead[:, k]
         raw = torch.stack([values[name] for name in self.obs_names], -1)
         # a non-finite plant state (flagged in info["nonfinite"]) never leaks a NaN observation
         scales = self._scales
@@ -323,7 +328,10 @@ class TaskCore:
                           half_width=cfg.course.half_width, heading_error=heading_error, books=books,
                           weight=p.m * p.g, action=a, prev_action=state.prev_action, roll_rate=x[:, DYN4.PHID],
                           pitch_rate=x[:, DYN4.THETAD], failed=failed, success=success & ~failed,
-                          progress_cap=self.progress_cap(state.target_speed))
+                          progress_cap=self.progress_cap(state.target_speed),
+                          control_dt=self.hdt * self.n_sub,  # as the kernel takes it
+                          elapsed=t.to(self.dtype) * (self.hdt * self.n_sub),
+                          time_budget=math.inf if cfg.time_budget is None else cfg.time_budget)
         terms = {name: evaluate_term(name, term, ctx, B, self.dtype) for name, term in self.terms.items()}
         reward = sum(self.weights[name] * v for name, v in terms.items())
         # rewards are finite by construction: a non-finite state or reward ends the episode with

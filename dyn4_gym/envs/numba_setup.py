@@ -24,7 +24,7 @@ from ..ground.terrain import RoughConfig
 from ..model.constants import PATCH_EDGE
 from ..model.packed import COURSE_CONSTS, GROUND_CONSTS, STEP_CONSTS
 from ..model.state import N_DYN4, N_PT
-from ..model.task import TERM_ORDER, obs_scale
+from ..model.task import OBS_INDEX, TERM_ORDER, obs_scale
 from ..plant.powertrain import powertrain_at
 from .core import TaskCore
 from .course import centre_line_course
@@ -88,7 +88,8 @@ class NumbaTask:
         cap = math.inf if cfg.progress_cap is None else cfg.progress_cap * cfg.control_dt
         self.step_consts = _packed(STEP_CONSTS, spacing=c.spacing, half_width=c.half_width, goal_margin=c.goal_margin,
                                    roll_limit=cfg.roll_limit, episode_steps=cfg.episode_steps, cap=cap,
-                                   penalty=core.weights["termination"])
+                                   penalty=core.weights["termination"],
+                                   budget=math.inf if cfg.time_budget is None else cfg.time_budget)
         i0, frac, s0 = core.start_index()  # the start pose (TaskCore.new_state)
         self.reset_course = _packed(COURSE_CONSTS, spacing=c.spacing, lat_accel=c.lat_accel,
                                     wavelength_min=c.wavelength_min, wavelength_max=c.wavelength_max,
@@ -105,6 +106,7 @@ class NumbaTask:
         self.v0 = float(cfg.target_speed if cfg.start_speed is None else cfg.start_speed)
         self.ahead = np.asarray(c.preview, dtype=np.float64)
         self.scales = np.array([obs_scale(n, float(core.p.delta_max), c.half_width) for n in core.obs_names])
+        self.cols = np.array([OBS_INDEX[n] for n in core.obs_names], dtype=np.int64)  # what the kernel observes
         # every row starts at the same speed, so in the same powertrain state
         self.pt0 = powertrain_at(core.pt, torch.tensor(self.v0, dtype=torch.float64)).numpy()
         # the kernel's built-in terms, weighted; a name the user re-registered is evaluated in

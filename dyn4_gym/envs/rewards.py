@@ -47,6 +47,9 @@ class StepContext:
     failed: torch.Tensor  # bool: left the corridor, rolled over or went non-finite
     success: torch.Tensor  # bool: reached the course's end
     progress_cap: torch.Tensor | float = math.inf  # [m] the most progress one step is paid for (EnvConfig.progress_cap)
+    control_dt: float = 0.0  # [s] one env step
+    elapsed: torch.Tensor | float = 0.0  # [s] since the episode's start, at the step's end
+    time_budget: float = math.inf  # [s] EnvConfig.time_budget (inf: none)
 
 
 @dataclass(frozen=True)
@@ -109,11 +112,23 @@ def termination(c: StepContext) -> torch.Tensor:
     return -c.failed.to(c.progress.dtype)
 
 
+def time(c: StepContext) -> torch.Tensor:
+    # the step's time in metres at the target speed: with progress, a finished course's return is
+    # its length minus target_speed x (time to finish), so time is the metric (the race task)
+    return -(c.target_speed * c.control_dt)
+
+
+def late(c: StepContext) -> torch.Tensor:
+    # each step past the budget costs what the time term would: the eco task's deadline
+    over = torch.as_tensor(c.elapsed, dtype=c.progress.dtype, device=c.progress.device) > c.time_budget
+    return torch.where(over, -(c.target_speed * c.control_dt), torch.zeros_like(c.progress))
+
+
 # module-level functions, so envs (and their terms) pickle for subprocess vector envs; their
 # names, order, docs and default weights are the model layer's (model/task.py)
 _FUNCTIONS = {"progress": progress, "speed": speed, "cross_track": cross_track, "heading": heading, "energy": energy,
               "fuel": fuel, "tire_slip": tire_slip, "damper": damper, "comfort": comfort, "action_rate": action_rate,
-              "termination": termination}
+              "termination": termination, "time": time, "late": late}
 REWARD_TERMS: dict[str, RewardTerm] = {name: RewardTerm(name, _FUNCTIONS[name], doc)
                                        for name, _, doc in REWARD_TERM_TABLE}
 # the built-ins as shipped (the numba engine computes these in its kernel; see engine/numba_task.py)

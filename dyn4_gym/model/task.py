@@ -11,8 +11,8 @@ from enum import IntEnum
 
 from .books import BOOK_LINES, POWERTRAIN_LINES
 
-__all__ = ["ACT", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_INDEX", "OBS", "N_PREVIEW",
-           "obs_scale", "REWARD_TERM_TABLE", "TERM_ORDER", "TERM", "DEFAULT_WEIGHTS", "TASK_INFO", "INFO_COLUMNS",
+__all__ = ["ACT", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_TABLE_ALL", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_INDEX", "OBS",
+           "N_PREVIEW", "obs_names", "obs_scale", "REWARD_TERM_TABLE", "TERM_ORDER", "TERM", "DEFAULT_WEIGHTS", "TASK_INFO", "INFO_COLUMNS",
            "INFO", "FLAG_COLUMNS", "FLAG"]
 
 
@@ -42,16 +42,27 @@ OBS_TABLE = (
 ) + tuple((f"preview{k}_{c}", "m", 20.0) for k in range(N_PREVIEW) for c in ("x", "y"))
 # the driver variant also observes the powertrain (its state is part of the Markov state)
 OBS_TABLE_DRIVER = OBS_TABLE + (("engine_speed", "rpm", 1000.0), ("gear", "-", 1.0))
+# the ground's friction at the preview points (course.preview_friction: the race task, where a
+# policy must see a slippery patch before it reaches it)
+OBS_TABLE_ALL = OBS_TABLE_DRIVER + tuple((f"preview{k}_mu", "-", 1.0) for k in range(N_PREVIEW))
 OBS_NAMES = tuple(o[0] for o in OBS_TABLE)
 OBS_NAMES_DRIVER = tuple(o[0] for o in OBS_TABLE_DRIVER)
-OBS_INDEX = {name: i for i, name in enumerate(OBS_NAMES_DRIVER)}
-OBS = IntEnum("OBS", [(n.upper(), i) for i, n in enumerate(OBS_NAMES_DRIVER)])
-OBS.__doc__ = "Indices of the observation's entries (OBS_TABLE_DRIVER order; the accel variant stops at PREVIEW4_Y)."
+OBS_INDEX = {name: i for i, name in enumerate(o[0] for o in OBS_TABLE_ALL)}
+OBS = IntEnum("OBS", [(n.upper(), i) for n, i in OBS_INDEX.items()])
+OBS.__doc__ = ("Indices of every observation entry (OBS_TABLE_ALL order); an env observes a selection in this order "
+               "(obs_names).")
+
+
+def obs_names(driver: bool, friction: bool) -> tuple:
+    """The names an env observes, in order: ``OBS_TABLE``'s, the powertrain's two with
+    ``action="driver"``, the preview points' friction with ``course.preview_friction``."""
+    names = OBS_NAMES_DRIVER if driver else OBS_NAMES
+    return names + (tuple(f"preview{k}_mu" for k in range(N_PREVIEW)) if friction else ())
 
 
 def obs_scale(name: str, delta_max: float | None = None, half_width: float | None = None) -> float:
     """The scale of observation entry ``name`` (numeric, or the named parameter given here)."""
-    sc = OBS_TABLE_DRIVER[OBS_INDEX[name]][2]
+    sc = OBS_TABLE_ALL[OBS_INDEX[name]][2]
     if sc == "delta_max":
         return float(delta_max)
     if sc == "half_width":
@@ -75,6 +86,8 @@ REWARD_TERM_TABLE = (
     ("comfort", 0.01, "-(roll rate^2 + pitch rate^2) [rad^2/s^2]"),
     ("action_rate", 0.05, "-|a - a_prev|^2"),
     ("termination", 20.0, "-1 when the episode fails"),
+    ("time", 0.0, "-(target_speed x control_dt) [m]: the step's time as distance at the target speed"),
+    ("late", 0.0, "-(target_speed x control_dt) [m] on each step that ends past time_budget"),
 )
 TERM_ORDER = tuple(t[0] for t in REWARD_TERM_TABLE)
 TERM = IntEnum("TERM", [(n.upper(), i) for i, n in enumerate(TERM_ORDER)])

@@ -1,0 +1,79 @@
+"""The eco task's classical baseline: pure pursuit on the pedals at the constant speed the time
+budget needs (issue 23; docs/env.md, "The eco task").
+
+The driver's speed reference is ``speed_scale`` times the task's target speed (the budget is
+the course at the target speed plus 10 %, so a scale a little below 1 still arrives in time);
+the scale is the one setting, tuned on the validation seeds (benchmarks/eco_baseline.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..envs import EnvConfig, TaskCore
+from ..model.task import OBS_INDEX
+from ..plant.powertrain import HUMVEE_POWERTRAIN
+from .classical import PurePursuit
+
+__all__ = ["EcoResult", "constant_speed_policy", "litres_per_100km", "run_eco_baseline"]
+
+
+def litres_per_100km(fuel_j, distance_m, pt=HUMVEE_POWERTRAIN):
+    """Fuel energy [J] over a distance [m] as litres of diesel per 100 km."""
+    return np.asarray(fuel_j) / (pt.fuel_lhv * pt.fuel_density) / np.asarray(distance_m) * 1e5
+
+
+def constant_speed_policy(cfg: EnvConfig, speed_scale: float = 1.0):
+    """Pure pursuit on the pedals (``action="driver"``) with its speed reference scaled."""
+    pp = PurePursuit.for_env({"action": "driver", "course": {"preview": list(cfg.course.preview)}})
+    i = OBS_INDEX["target_speed"]
+
+    def policy(obs):
+        obs = obs.clone()
+        obs[:, i] *= speed_scale
+        return pp(obs)
+
+    return policy
+
+
+@dataclass
+class EcoResult:
+    arrival: np.ndarray  # [s] per seed (inf: did not finish)
+    in_budget: np.ndarray  # bool: finished within the time budget
+    litres_per_100km: np.ndarray  # fuel over the distance driven, per seed
+    returns: np.ndarray
+
+
+@torch.no_grad()
+def run_eco_baseline(seeds, speed_scale: float = 1.0, env_kwargs: dict | None = None, policy=None) -> EcoResult:
+    """A policy (default: the constant-speed baseline) on the eco task's courses of ``seeds``,
+    one row each on the torch engine, each driven to the end of its episode."""
+    import dyn4_gym
+
+    kw = {k: v for k, v in dyn4_gym.ECO.items() if k != "engine"}
+    kw.update(dtype="float64", **(env_kwargs or {}))
+    cfg = EnvConfig.from_dict(kw)
+    core = TaskCore(cfg)
+    policy = constant_speed_policy(cfg, speed_scale) if policy is None else policy
+    B = len(seeds)
+    state = core.new_state(torch.as_tensor(list(seeds), dtype=torch.long), torch.zeros(B, dtype=torch.long))
+    obs = core.observe(state)
+    done = np.zeros(B, dtype=bool)
+    arrival = np.full(B, np.inf)
+    fuel, dist, ret = np.zeros(B), np.zeros(B), np.zeros(B)
+    for t in range(cfg.episode_steps):
+        state, obs, r, term, trunc, info = core.step(state, policy(obs))
+        live = ~done
+        ret[live] += r.numpy()[live]
+        fuel[live] += info["books"]["fuel"].numpy()[live]
+        dist[live] += info["progress"].numpy()[live]
+        succ = info["success"].numpy() & live
+        arrival[succ] = (t + 1) * cfg.control_dt
+        done |= term.numpy() | trunc.numpy()
+        if done.all():
+            break
+    return EcoResult(arrival=arrival, in_budget=arrival <= cfg.time_budget,
+                     litres_per_100km=litres_per_100km(fuel, np.maximum(dist, 1e-9), core.pt), returns=ret)

@@ -1,0 +1,34 @@
+"""The aggregate figures (dyn4_gym/agents/stats.py): IQM and its bootstrap interval."""
+
+import numpy as np
+import pytest
+
+from dyn4_gym.agents.stats import bootstrap_ci, iqm
+
+
+def test_iqm_is_the_mean_of_the_middle_half():
+    rng = np.random.default_rng(0)
+    for n in (4, 8, 16, 40):
+        x = rng.normal(size=n)
+        s = np.sort(x)
+        assert iqm(x) == pytest.approx(s[n // 4: 3 * n // 4].mean(), rel=1e-12)
+    assert iqm([1, 2, 3, 4, 5]) == pytest.approx(3.0)  # fractional weights: 0.75, 1, 0.75
+    assert iqm([7.0]) == 7.0
+    assert iqm([0, 0, 0, 100]) == 0.0  # an outlier does not move it
+
+
+def test_unfinished_courses_count_as_infinitely_slow():
+    assert iqm([10.0, 11.0, 12.0, np.inf]) == pytest.approx(11.5)  # one in four is trimmed
+    assert iqm([10.0, np.inf, np.inf, np.inf]) == np.inf
+    with pytest.raises(ValueError):
+        iqm([])
+
+
+def test_bootstrap_interval_holds_the_iqm_and_shrinks_with_more_runs():
+    rng = np.random.default_rng(1)
+    small, large = rng.normal(20, 2, 8), rng.normal(20, 2, 64)
+    lo_s, hi_s = bootstrap_ci(small)
+    lo_l, hi_l = bootstrap_ci(large)
+    assert lo_s <= iqm(small) <= hi_s and lo_l <= iqm(large) <= hi_l
+    assert hi_l - lo_l < hi_s - lo_s
+    assert bootstrap_ci(small, seed=3) == bootstrap_ci(small, seed=3)  # seeded
