@@ -201,16 +201,14 @@ def test_main_job_and_demo_run(tmp_path):
     assert "energy books" in r.stdout and "skidpad" in r.stdout
 
 
-@pytest.mark.slow
-def test_ppo_learns_the_easy_variant():
-    """PPO on the flat, constant-friction variant, 120 m courses: from about 15 to past 35 in 24k steps."""
+def small_ppo(kw: dict):
+    """PPO on 16 rows of the env ``kw`` with normalised observations, the short learning checks'
+    settings: ``(model, deterministic policy obs -> action)``."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from dyn4_gym import FLAT_GROUND
     from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
 
-    kw = dict(course={"length": 120.0}, episode_steps=300, ground=dict(FLAT_GROUND))
     env = VecNormalize(Dyn4SB3VecEnv(num_envs=16, **kw), norm_obs=True, norm_reward=False)
     env.seed(0)
     model = PPO("MlpPolicy", env, n_steps=128, batch_size=512, n_epochs=10, learning_rate=3e-4, seed=0, device="cpu",
@@ -220,6 +218,16 @@ def test_ppo_learns_the_easy_variant():
         a, _ = model.predict(env.normalize_obs(obs.numpy()), deterministic=True)
         return torch.as_tensor(a, dtype=obs.dtype)
 
+    return model, policy
+
+
+@pytest.mark.slow
+def test_ppo_learns_the_easy_variant():
+    """PPO on the flat, constant-friction variant, 120 m courses: from about 15 to past 35 in 24k steps."""
+    from dyn4_gym import FLAT_GROUND
+
+    kw = dict(course={"length": 120.0}, episode_steps=300, ground=dict(FLAT_GROUND))
+    model, policy = small_ppo(kw)
     seeds = tuple(range(10_000, 10_004))
     before = evaluate(policy, kw, seeds=seeds).mean_return
     model.learn(total_timesteps=24_576)

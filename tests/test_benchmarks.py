@@ -105,3 +105,17 @@ def test_a_torch_step_has_no_host_sync(load_script):
         a = torch.zeros(4, core.n_action, dtype=torch.float64)
         n, ops, syncs = lb.count(lambda: core.step(st, a))
         assert n > 1000 and sum(syncs.values()) == 0, (action, dict(syncs))
+
+
+@pytest.mark.slow
+def test_the_baselines_benchmark_tunes_on_validation_and_measures_held_out(tmp_path, load_script):
+    """benchmarks/baselines.py on a tiny grid: the setting chosen on the validation courses is the
+    one measured on the held-out ones, and the JSON says so."""
+    bl = load_script("benchmarks/baselines.py")
+    out = tmp_path / "eco.json"
+    res = bl.main(["eco", "--validation", "1", "--eval", "2", "--grid", '{"speed_scale": [0.9, 1.0]}', "--out", str(out)])
+    assert [t["speed_scale"] for t in res["tuning"]] == [0.9, 1.0]
+    assert res["chosen"] == {"speed_scale": 1.0}  # 0.9 arrives after the 44 s budget: nothing in time
+    assert res["tuning"][0]["finished"] == 0.0 and res["held_out"]["finished"] == 1.0
+    assert json.loads(out.read_text())["held_out"]["speed_scale"] == 1.0
+    assert res["eval_seeds"] == [10_000, 10_001]

@@ -121,21 +121,10 @@ def test_shac_learns_to_race():
 def test_ppo_learns_to_race():
     """PPO (SB3) on the same 150 m race course, 24k env steps: it crashes later (measured: return
     -25.5 -> -16.8, none finished yet: a short check that it learns, not a result)."""
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import VecNormalize
-
     from dyn4_gym.agents.evaluation import evaluate
-    from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
+    from test_agents import small_ppo
 
-    env = VecNormalize(Dyn4SB3VecEnv(num_envs=16, **SHORT_RACE), norm_obs=True, norm_reward=False)
-    env.seed(0)
-    model = PPO("MlpPolicy", env, n_steps=128, batch_size=512, n_epochs=10, learning_rate=3e-4, seed=0, device="cpu",
-                policy_kwargs=dict(log_std_init=-1.0))
-
-    def policy(obs):
-        a, _ = model.predict(env.normalize_obs(obs.numpy()), deterministic=True)
-        return torch.as_tensor(a, dtype=obs.dtype)
-
+    model, policy = small_ppo(SHORT_RACE)
     seeds = tuple(range(10_000, 10_004))
     before = evaluate(policy, SHORT_RACE, seeds=seeds).mean_return
     model.learn(total_timesteps=24_576)

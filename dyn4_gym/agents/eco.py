@@ -3,7 +3,7 @@ budget needs (issue 23; docs/env.md, "The eco task").
 
 The driver's speed reference is ``speed_scale`` times the task's target speed (the budget is
 the course at the target speed plus 10 %, so a scale a little below 1 still arrives in time);
-the scale is the one setting, tuned on the validation seeds (benchmarks/eco_baseline.py).
+the scale is the one setting, tuned on the validation seeds (benchmarks/baselines.py eco).
 """
 
 from __future__ import annotations

@@ -1,0 +1,95 @@
+"""The classical baselines of the tasks at the limits (issue 23), tuned on the validation courses
+and measured on the held-out ones.
+
+- ``race`` (dyn4_gym/agents/race.py): the minimum-time speed profile tracked by pure pursuit; a
+  grid over the profile's share of the envelope (``margin``) and the speed loop's look-ahead
+  (``lead``). Metric: time to finish [s] (an unfinished course counts as infinitely slow).
+- ``eco`` (dyn4_gym/agents/eco.py): pure pursuit on the pedals at a constant speed reference; a
+  grid over its scale of the target speed. Metric: litres per 100 km at arrival within the time
+  budget (a course not finished in time counts as infinitely thirsty).
+
+Each setting drives ``VALIDATION_SEEDS``; the one that finishes most courses, then has the
+lowest IQM metric, wins. Then that setting alone drives ``EVAL_SEEDS``, which tuning never saw.
+Prints the metric (IQM with its 95 % bootstrap interval) and writes everything as JSON.
+
+    python benchmarks/baselines.py race [--out docs/race_baseline.json]
+    python benchmarks/baselines.py eco [--out docs/eco_baseline.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+
+import numpy as np
+
+from dyn4_gym.agents.eco import run_eco_baseline
+from dyn4_gym.agents.evaluation import EVAL_SEEDS, VALIDATION_SEEDS
+from dyn4_gym.agents.race import RaceProfileParams, run_race_baseline
+from dyn4_gym.agents.stats import bootstrap_ci, iqm
+
+
+def _race(seeds, margin, lead):
+    r = run_race_baseline(seeds, params=RaceProfileParams(margin=margin, lead=lead))
+    return r.finished, np.where(r.finished, r.time, np.inf), dict(times=r.time.tolist(), returns=r.returns.tolist())
+
+
+def _eco(seeds, speed_scale):
+    r = run_eco_baseline(seeds, speed_scale=speed_scale)
+    lpk = np.where(r.in_budget, r.litres_per_100km, np.inf)
+    return r.in_budget, lpk, dict(arrival=r.arrival.tolist(), litres_per_100km=r.litres_per_100km.tolist())
+
+
+# task -> (id, method, metric name, its unit, runner, the settings' grid as {name: values})
+TASKS = {
+    "race": ("Dyn4HumveeRace-v0", "min-time speed profile + pure pursuit", "time", "s", _race,
+             {"margin": (0.7, 0.75, 0.8, 0.85), "lead": (0.2, 0.4)}),
+    "eco": ("Dyn4HumveeEco-v0", "constant-speed pure pursuit (pedals)", "litres_per_100km", "L/100 km", _eco,
+            {"speed_scale": (0.9, 0.95, 1.0)}),
+}
+
+
+def _summary(run, seeds, setting: dict) -> dict:
+    done, metric, extra = run(seeds, **setting)
+    lo, hi = bootstrap_ci(metric)
+    return dict(setting, finished=float(np.mean(done)), iqm=iqm(metric), ci95=[lo, hi], **extra)
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("task", choices=list(TASKS))
+    ap.add_argument("--validation", type=int, default=len(VALIDATION_SEEDS), help="validation courses to tune on")
+    ap.add_argument("--eval", type=int, default=len(EVAL_SEEDS), help="held-out courses to measure on")
+    ap.add_argument("--grid", type=str, default=None, help="a JSON grid instead of the task's, {name: [values]}")
+    ap.add_argument("--out", type=str, default=None)
+    args = ap.parse_args(argv)
+    env_id, method, metric, unit, run, grid = TASKS[args.task]
+    grid = grid if args.grid is None else {k: tuple(v) for k, v in json.loads(args.grid).items()}
+    eval_seeds = EVAL_SEEDS[:args.eval]
+    t0 = time.perf_counter()
+    tuning = []
+    for values in itertools.product(*grid.values()):
+        setting = dict(zip(grid, values))
+        s = _summary(run, VALIDATION_SEEDS[:args.validation], setting)
+        tuning.append(s)
+        print(f"validation  {setting}: finished {s['finished']:.2f}, IQM {metric} {s['iqm']:.2f} {unit} "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    best = min(tuning, key=lambda r: (-r["finished"], r["iqm"]))
+    chosen = {k: best[k] for k in grid}
+    held_out = _summary(run, eval_seeds, chosen)
+    print(f"held out ({len(eval_seeds)} courses) with {chosen}: finished {held_out['finished']:.2f}, IQM {metric} "
+          f"{held_out['iqm']:.2f} {unit}, 95 % CI [{held_out['ci95'][0]:.2f}, {held_out['ci95'][1]:.2f}] "
+          f"({time.perf_counter() - t0:.0f} s in all)")
+    out = dict(task=env_id, method=method, metric=metric, unit=unit, chosen=chosen, tuning=tuning,
+               held_out=held_out, eval_seeds=list(eval_seeds))
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(out, fh, indent=1)
+        print(f"wrote {args.out}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
