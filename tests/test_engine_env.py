@@ -159,6 +159,24 @@ def test_single_env_is_a_vector_row_on_the_numba_engine():
         assert np.array_equal(o, vo[2]) and r == vr[2]
 
 
+def test_a_custom_term_sees_the_same_clock_on_both_engines():
+    """``StepContext``'s ``elapsed``, ``control_dt`` and ``time_budget`` as the kernel's ``time`` and
+    ``late`` terms use them, on both engines, through resets."""
+    def _clock(ctx):
+        over = torch.as_tensor(ctx.elapsed, dtype=torch.float64) > ctx.time_budget
+        return torch.as_tensor(ctx.elapsed, dtype=torch.float64) * ctx.control_dt + over.to(torch.float64)
+
+    kw = dict(dtype="float64", reward_terms=(RewardTerm("clock", _clock),), reward_weights={"clock": 1.0, "late": 1.0},
+              time_budget=2.0, episode_steps=60)
+    names = ("clock", "late", "time")
+    nb = _drive(Dyn4VectorEnv(num_envs=3, engine="numba", **kw), 90, n=3, term_names=names)
+    tc = _drive(Dyn4VectorEnv(num_envs=3, engine="torch", **kw), 90, n=3, term_names=names)
+    assert np.array_equal(nb["term"], tc["term"]) and (nb["trunc"] | nb["term"]).any()
+    assert _rel(nb["terms"], tc["terms"]) < 1e-12
+    late = nb["terms"][..., 1]
+    assert (late == -0.5).any() and (late == 0.0).any()  # 10 m/s x 0.05 s past the 2 s budget
+
+
 def test_custom_reward_terms_run_after_the_kernel():
     def _lateral(ctx):
         return -ctx.cross_track.abs() * ctx.speed

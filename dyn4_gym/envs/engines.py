@@ -14,6 +14,8 @@ always run on torch.
 
 from __future__ import annotations
 
+import math
+
 import warnings
 
 import numpy as np
@@ -238,7 +240,9 @@ class NumbaEngine:
                           weight=t(st.P[:, PK.M] * st.P[:, PK.G]),  # each row's m g
                           action=t(st.prev_action), prev_action=t(prev), roll_rate=t(x[:, DYN4.PHID]),
                           pitch_rate=t(x[:, DYN4.THETAD]), failed=t(failed), success=t(flags[:, FLAG.SUCCESS]),
-                          progress_cap=core.progress_cap(t(st.target_speed)))
+                          progress_cap=core.progress_cap(t(st.target_speed)), control_dt=core.hdt * core.n_sub,
+                          elapsed=t(st.t * (core.hdt * core.n_sub)),  # the step's end: st.t already counts it
+                          time_budget=math.inf if core.cfg.time_budget is None else core.cfg.time_budget)
         B = st.batch_size
         with torch.no_grad():
             extra = {n: _np(evaluate_term(n, term, ctx, B, torch.float64)) for n, term in self.task.custom.items()}
