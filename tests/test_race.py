@@ -131,3 +131,11 @@ def test_ppo_learns_to_race():
     after = evaluate(policy, SHORT_RACE, seeds=seeds).mean_return
     print(f"PPO on the race: return {before:.1f} -> {after:.1f}")
     assert after > before + 4.0
+
+
+def test_the_race_harness_drives_a_learners_policy_on_the_same_courses():
+    """``run_race_baseline(policy=...)``: a policy that steers hard left leaves the corridor, is
+    not timed and pays the termination weight."""
+    r = run_race_baseline((20_000, 20_001), policy=lambda obs: torch.tensor([[1.0, 1.0]] * obs.shape[0]))
+    assert not r.finished.any() and np.isinf(r.time).all()
+    assert (r.returns < 0).all() and len(r.speeds) < 200

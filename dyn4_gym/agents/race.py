@@ -151,9 +151,11 @@ class RaceResult:
 
 
 @torch.no_grad()
-def run_race_baseline(seeds, env_kwargs: dict | None = None, params: RaceProfileParams = RaceProfileParams()) -> RaceResult:
+def run_race_baseline(seeds, env_kwargs: dict | None = None, params: RaceProfileParams = RaceProfileParams(),
+                      policy=None) -> RaceResult:
     """The baseline on the race task's courses of ``seeds`` (one row each, torch engine, float64):
-    plan, then drive each row to the end of its episode."""
+    plan, then drive each row to the end of its episode. With ``policy`` (``obs -> action``, a
+    learner's) the same courses and the same measurement, driven by it instead."""
     import dyn4_gym
 
     kw = {k: v for k, v in dyn4_gym.RACE.items() if k != "engine"}
@@ -171,7 +173,7 @@ def run_race_baseline(seeds, env_kwargs: dict | None = None, params: RaceProfile
     ret = np.zeros(B)
     speeds = []
     for t in range(core.cfg.episode_steps):
-        a = agent.act(obs, state.s, state.x[:, 3])
+        a = agent.act(obs, state.s, state.x[:, 3]) if policy is None else torch.as_tensor(policy(obs), dtype=obs.dtype)
         state, obs, r, term, trunc, info = core.step(state, a)
         live = ~done
         ret[live] += r.numpy()[live]
