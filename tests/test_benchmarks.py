@@ -119,3 +119,13 @@ def test_the_baselines_benchmark_tunes_on_validation_and_measures_held_out(tmp_p
     assert res["tuning"][0]["finished"] == 0.0 and res["held_out"]["finished"] == 1.0
     assert json.loads(out.read_text())["held_out"]["speed_scale"] == 1.0
     assert res["eval_seeds"] == [10_000, 10_001]
+
+
+@pytest.mark.slow
+def test_the_race_learner_look_runs_and_writes_its_rows(tmp_path, load_script):
+    rs = load_script("benchmarks/race_shac.py")
+    out = tmp_path / "race_shac.json"
+    res = rs.main(["--seeds", "0", "--steps", "1024", "--eval", "2", "--out", str(out)])
+    (row,) = res["rows"]
+    assert row["env_steps"] >= 1024 and len(row["times"]) == 2 and 0.0 <= row["finished"] <= 1.0
+    assert json.loads(out.read_text())["rows"][0]["seed"] == 0
