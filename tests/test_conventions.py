@@ -20,10 +20,14 @@ SHORT = dict(course={"length": 60.0})
 
 # ------------------------------------------------------------------ episode limits
 def test_the_registered_limit_is_the_configs():
+    """Every id's registered limit is its own config's episode_steps: 800 by default, 1200 (60 s)
+    for the race and eco tasks."""
     assert dyn4_gym.EPISODE_STEPS == EnvConfig().episode_steps
     for env_id in IDS:
-        assert gym.spec(env_id).max_episode_steps == 800
-        assert gym.make(env_id).spec.max_episode_steps == 800
+        steps = EnvConfig.from_dict(gym.spec(env_id).kwargs).episode_steps
+        assert steps == (1200 if env_id in ("Dyn4HumveeRace-v0", "Dyn4HumveeEco-v0") else 800)
+        assert gym.spec(env_id).max_episode_steps == steps
+        assert gym.make(env_id).spec.max_episode_steps == steps
 
 
 def _run(env, n, steps, seed=0):
