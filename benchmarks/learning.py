@@ -1,6 +1,8 @@
 """The learning benchmark: SHAC (gradients through the plant), PPO and SAC (Stable-Baselines3,
-settings from configs/) and the classical controller, on Dyn4Humvee-v1 and Dyn4HumveeFlat-v1,
-and an energy-weight sweep for the Pareto plot of energy per km against time per km.
+settings from configs/) and the classical controllers, on Dyn4Humvee-v1 and Dyn4HumveeFlat-v1
+(with an energy-weight sweep for the Pareto plot of energy per km against time per km), and on
+the tasks at the limits, Dyn4HumveeRace-v0 (time to finish) and Dyn4HumveeEco-v0 (litres per
+100 km at arrival within the time budget), against their classical baselines (issue 23).
 
     python benchmarks/learning.py                       # the README's figures (hours: see README)
     python benchmarks/learning.py --scale 0.05 --seeds 2 --tasks flat --no-pareto   # a quick look
@@ -13,8 +15,14 @@ evaluation is a row of ``<out>/curves.csv``, written as it comes; ``wall_s`` is 
 only (evaluations excluded; SHAC's includes its compile, seconds once Inductor's disk cache is
 warm). A rerun with the same ``--out`` skips the finished runs and restarts an unfinished one,
 so an interrupted benchmark resumes where it stopped. The report (printed, ``summary.json``,
-``learning.png``, ``pareto.png``; also copied to ``--docs``) is made from the CSV alone, from the
-runs that reached their budget.
+``learning.png``, ``pareto.png``, ``limits.png``; also merged into ``--docs``) is made from the
+CSV alone, from the runs that reached their budget.
+
+On the tasks at the limits every method is evaluated at the same env-step points
+(``LIMIT_GRID``), each run's row keeps its per-course metric (an unfinished course, or one
+finished past the eco budget, counts as infinitely slow or thirsty), and the report gives the
+interquartile mean over seeds x courses with a 95 % bootstrap interval that resamples both,
+curves against env steps and wall-clock, and the issue's targets, met or missed.
 
 On a machine with cores to spare, ``--shard K/N`` in N processes (K = 0..N-1, the same ``--out``,
 ``OMP_NUM_THREADS`` set to their share of the cores) trains the plan in N disjoint parts into one
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import csv
 import json
 import os
@@ -40,29 +49,53 @@ except ImportError:  # Windows: run one process per --out
 import numpy as np
 import torch
 
-from dyn4_gym import FLAT_GROUND, cli
-from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig
+from dyn4_gym import ECO, FLAT_GROUND, RACE, cli
+from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig, shac_published
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
+from dyn4_gym.agents.stats import bootstrap_ci, iqm
 from dyn4_gym.agents.sb3_glue import load_zoo_config, make_model, model_policy
 from dyn4_gym.envs.core import OBS_INDEX
 from dyn4_gym.envs.rewards import DEFAULT_WEIGHTS
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
-TASKS = {"default": ("Dyn4Humvee-v1", {}), "flat": ("Dyn4HumveeFlat-v1", {"ground": dict(FLAT_GROUND)})}
+# the tasks at the limits (issue 23): id, env keyword arguments, metric, unit, the target's gain
+LIMITS = {"race": ("Dyn4HumveeRace-v0", RACE, "time to finish", "s", 0.03),
+          "eco": ("Dyn4HumveeEco-v0", ECO, "fuel at arrival within the budget", "L/100 km", 0.10)}
+TASKS = {"default": ("Dyn4Humvee-v1", {}), "flat": ("Dyn4HumveeFlat-v1", {"ground": dict(FLAT_GROUND)}),
+         **{k: (v[0], v[1]) for k, v in LIMITS.items()}}
 # env steps per run: where each method's curve has flattened on this task (docs/learning.png)
 BUDGETS = {"shac": 500_000, "ppo": 2_000_000, "sac": 300_000}
+# on the tasks at the limits: what fits a working day of this 2-core machine with 10 seeds
+LIMIT_BUDGETS = {"shac": 200_000, "ppo": 2_000_000, "sac": 200_000}
+# the env-step points where every method is evaluated on the tasks at the limits (up to its budget)
+LIMIT_GRID = (10_000, 25_000, 50_000, 100_000, 150_000, 200_000, 500_000, 1_000_000, 1_500_000, 2_000_000)
 SHAC_SETTINGS = dict(compile=True)  # the rest are SHACConfig's defaults, the main job's
 PARETO_WEIGHTS = (8.0, 32.0, 64.0)  # energy weights besides the default's (2.0), default task
 PARETO_METHODS = ("shac", "ppo")
 PP_SPEEDS = (0.8, 0.85, 0.9, 0.95, 1.0, 1.1)  # pure pursuit's speed reference, times the target speed
 FIELDS = ("task", "method", "seed", "energy_weight", "env_steps", "wall_s", "eval_return", "finished", "mean_speed",
-          "time_per_km", "energy_per_km", "grad_norm")
+          "time_per_km", "energy_per_km", "grad_norm", "metric", "per_course")
+NUMERIC = FIELDS[2:-1]
+
+
+def budget_of(task: str, method: str, scale: float = 1.0) -> int:
+    """A run's budget in env steps."""
+    return int((LIMIT_BUDGETS if task in LIMITS else BUDGETS)[method] * scale)
+
+
+def eval_points(task: str, budget: int, scale: float, evals: int) -> list[int]:
+    """The env steps at which a run is evaluated: ``evals`` even steps to its budget, or on the
+    tasks at the limits the shared grid (``LIMIT_GRID`` x ``scale``) up to it."""
+    if task in LIMITS:
+        return [p for p in (int(g * scale) for g in LIMIT_GRID) if 0 < p <= budget]
+    return [int(budget * j / evals) for j in range(1, evals + 1)]
 
 
 # ------------------------------------------------------------------------------------ trainers
 class ShacRun:
-    def __init__(self, env_kwargs: dict, seed: int, compile: bool = True):
-        self.agent = SHAC(SHACConfig(**{**SHAC_SETTINGS, "compile": compile}, seed=seed), env_kwargs)
+    def __init__(self, env_kwargs: dict, seed: int, compile: bool = True, config: SHACConfig | None = None):
+        config = config or SHACConfig(**SHAC_SETTINGS, seed=seed)
+        self.agent = SHAC(dataclasses.replace(config, compile=compile, seed=seed), env_kwargs)
         self.grad_norm = float("nan")
 
     @property
@@ -70,6 +103,8 @@ class ShacRun:
         return self.agent.env_steps
 
     def train_to(self, steps: int) -> None:
+        if steps <= self.env_steps:  # a window can overshoot the next point: nothing to do
+            return
         recs = self.agent.train(env_steps=steps, log=None)
         self.grad_norm = float(np.median([r["grad_norm"] for r in recs]))  # before clipping, over the chunk
 
@@ -95,10 +130,22 @@ class SB3Run:
         return model_policy(self.model)
 
 
-def make_run(method: str, task: str, seed: int, weight: float, compile: bool = True):
+def env_kwargs_of(task: str, weight: float) -> dict:
+    """The env's keyword arguments for a run: the v1 tasks with their energy weight; the tasks at
+    the limits as registered (their energy weight is 0, and stays so)."""
     env_id, kwargs = TASKS[task]
-    env_kwargs = {**kwargs, "reward_weights": {"energy": weight}}
-    return ShacRun(env_kwargs, seed, compile) if method == "shac" else SB3Run(method, env_id, env_kwargs, seed)
+    if task in LIMITS:
+        return {k: v for k, v in kwargs.items() if k != "engine"}
+    return {**kwargs, "reward_weights": {"energy": weight}}
+
+
+def make_run(method: str, task: str, seed: int, weight: float, compile: bool = True, budget: int | None = None):
+    env_kwargs = env_kwargs_of(task, weight)
+    if method == "shac":
+        # on the tasks at the limits, the paper's optimiser schedule, decaying over the run's budget
+        config = shac_published(budget or LIMIT_BUDGETS["shac"]) if task in LIMITS else None
+        return ShacRun(env_kwargs, seed, compile, config)
+    return SB3Run(method, TASKS[task][0], env_kwargs, seed)
 
 
 # ------------------------------------------------------------------------------------ the CSV
@@ -108,10 +155,17 @@ def read_rows(path: str) -> list[dict]:
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
     for r in rows:
-        for k in FIELDS[2:]:
-            r[k] = float(r[k]) if r[k] not in ("", "nan") else float("nan")
+        for k in NUMERIC:
+            v = r.get(k) or ""  # files from before the metric columns lack them
+            r[k] = float(v) if v not in ("", "nan") else float("nan")
+        r["per_course"] = r.get("per_course") or ""
         r["seed"], r["env_steps"] = int(r["seed"]), int(r["env_steps"])
     return rows
+
+
+def per_course(r: dict) -> np.ndarray:
+    """A row's per-course metric (tasks at the limits), ``inf`` where a course does not count."""
+    return np.array([float(v) for v in r["per_course"].split()])
 
 
 def write_rows(path: str, rows: list[dict]) -> None:
@@ -164,22 +218,36 @@ def plan(args) -> list[tuple]:
     w0 = DEFAULT_WEIGHTS["energy"]
 
     def block(methods, tasks, seeds, w):
-        return [(task, m, seed, w, int(BUDGETS[m] * args.scale)) for task in tasks for seed in range(seeds)
-                for m in methods]
+        return [(task, m, seed, 0.0 if task in LIMITS else w, budget_of(task, m, args.scale)) for task in tasks
+                for seed in range(seeds) for m in methods]
 
     runs = block([m for m in args.methods if m in PARETO_METHODS], args.tasks, args.seeds, w0)
     if args.pareto:
         for w in PARETO_WEIGHTS:
-            runs += block([m for m in PARETO_METHODS if m in args.methods], ["default"], args.pareto_seeds, w)
+            if "default" in args.tasks:
+                runs += block([m for m in PARETO_METHODS if m in args.methods], ["default"], args.pareto_seeds, w)
     return runs + block([m for m in args.methods if m not in PARETO_METHODS], args.tasks, args.seeds, w0)
 
 
+def limit_metric(task: str, ev) -> np.ndarray:
+    """Per course: the race's time to finish [s], the eco task's litres per 100 km when it
+    arrived within the budget; ``inf`` for a course that does not count (not finished, or late)."""
+    if task == "race":
+        return ev.arrival
+    budget = LIMITS["eco"][1]["time_budget"]
+    return np.where(ev.arrival <= budget, ev.litres, np.inf)
+
+
 def _eval_row(task, method, seed, weight, steps, wall, policy, gn, eval_seeds) -> dict:
-    env_kwargs = {**TASKS[task][1], "reward_weights": {"energy": weight}}
-    ev = evaluate(policy, env_kwargs, seeds=eval_seeds)
-    return dict(task=task, method=method, seed=seed, energy_weight=weight, env_steps=steps, wall_s=round(wall, 2),
-                eval_return=ev.mean_return, finished=ev.finished, mean_speed=ev.mean_speed,
-                time_per_km=ev.time_per_km, energy_per_km=ev.energy_per_km, grad_norm=gn)
+    ev = evaluate(policy, env_kwargs_of(task, weight), seeds=eval_seeds)
+    row = dict(task=task, method=method, seed=seed, energy_weight=weight, env_steps=steps, wall_s=round(wall, 2),
+               eval_return=ev.mean_return, finished=ev.finished, mean_speed=ev.mean_speed,
+               time_per_km=ev.time_per_km, energy_per_km=ev.energy_per_km, grad_norm=gn, metric=float("nan"),
+               per_course="")
+    if task in LIMITS:
+        m = limit_metric(task, ev)
+        row.update(metric=iqm(m), finished=float(np.isfinite(m).mean()), per_course=" ".join(f"{v:.6g}" for v in m))
+    return row
 
 
 def _fmt_s(s: float) -> str:
@@ -216,16 +284,19 @@ def train_all(args, path: str, eval_seeds) -> None:
         if key in finished:
             continue
         torch.manual_seed(seed)
-        run = make_run(method, task, seed, w, args.compile)
+        run = make_run(method, task, seed, w, args.compile, budget)
         wall = 0.0
-        points = [int(budget * j / args.evals) for j in range(1, args.evals + 1)]
-        mine = [_eval_row(task, method, seed, w, 0, 0.0, run.policy(), float("nan"), eval_seeds)]
+        points = eval_points(task, budget, args.scale, args.evals)
+        seeds_here = eval_seeds if task not in LIMITS else EVAL_SEEDS[:args.eval_seeds or len(EVAL_SEEDS)]
+        mine = [_eval_row(task, method, seed, w, 0, 0.0, run.policy(), float("nan"), seeds_here)]
         save_run(path, key, mine)  # an unfinished run restarts from scratch: its old rows go
         for target in points:
             before, t0 = run.env_steps, time.perf_counter()
             run.train_to(target)
             wall += time.perf_counter() - t0
-            r = _eval_row(task, method, seed, w, run.env_steps, wall, run.policy(), run.grad_norm, eval_seeds)
+            if run.env_steps == mine[-1]["env_steps"]:
+                continue  # the last window (or rollout) already passed this point: evaluated there
+            r = _eval_row(task, method, seed, w, run.env_steps, wall, run.policy(), run.grad_norm, seeds_here)
             mine.append(r)
             save_run(path, key, mine)
             acc = rates.setdefault(method, [0, 0.0])
@@ -233,10 +304,11 @@ def train_all(args, path: str, eval_seeds) -> None:
             frac = min((spent + min(run.env_steps, budget)) / total, 1.0)
             eta = _eta(runs, finished, i, run.env_steps, rates)
             bar = "#" * int(30 * frac) + "." * (30 - int(30 * frac))
+            figures = (f"IQM {r['metric']:6.2f} {LIMITS[task][3]}" if task in LIMITS else
+                       f"{r['energy_per_km'] / 1e3:5.2f} MJ/km")
             print(f"[{bar}] {frac:4.0%} run {i + 1}/{len(runs)} {task:7s} {method:4s} seed {seed} w {w:g}  "
                   f"{run.env_steps:>9,}/{budget:,}  return {r['eval_return']:7.1f}  finished {r['finished']:.2f}  "
-                  f"{r['mean_speed']:5.2f} m/s  {r['energy_per_km'] / 1e3:5.2f} MJ/km  train {wall:6.0f} s  "
-                  f"ETA {_fmt_s(eta)}", flush=True)
+                  f"{r['mean_speed']:5.2f} m/s  {figures}  train {wall:6.0f} s  ETA {_fmt_s(eta)}", flush=True)
         spent += budget
 
 
@@ -296,7 +368,7 @@ def complete_rows(rows: list[dict], scale: float) -> tuple[list[dict], int]:
     """The rows of runs that reached their budget (``BUDGETS`` x ``scale``), and how many runs
     are still unfinished (an interrupted or running benchmark)."""
     last = last_steps(rows)
-    done = {k for k, n in last.items() if n >= int(BUDGETS[k[1]] * scale)}
+    done = {k for k, n in last.items() if n >= budget_of(k[0], k[1], scale)}
     return [r for r in rows if run_key(r) in done], len(last) - len(done)
 
 
@@ -309,8 +381,11 @@ def report(args, path: str, eval_seeds) -> dict:
         return {}
     w0 = DEFAULT_WEIGHTS["energy"]
     methods = [m for m in ("shac", "ppo", "sac") if any(r["method"] == m for r in rows)]
-    tasks = [t for t in TASKS if any(r["task"] == t for r in rows)]
-    summary = dict(tasks={}, pareto={})
+    tasks = [t for t in TASKS if t not in LIMITS and any(r["task"] == t for r in rows)]
+    limits = [t for t in LIMITS if any(r["task"] == t for r in rows)]
+    summary = dict(tasks={}, pareto={}) if tasks else {}
+    for task in limits:
+        summary[task] = report_limit(task, rows, args.scale)
     for task in tasks:
         pp = _classical(task, eval_seeds)
         s = summary["tasks"][task] = dict(classical=pp.row() | dict(time_per_km=pp.time_per_km), methods={})
@@ -371,7 +446,7 @@ def report(args, path: str, eval_seeds) -> dict:
                       f"to get there")
     # the energy-weight sweep: the learned policies' (time/km, MJ/km) against pure pursuit's speed sweep
     weights = sorted({r["energy_weight"] for r in rows if r["task"] == "default"})
-    if len(weights) > 1:
+    if tasks and len(weights) > 1:
         pp_pts = [(k, _classical("default", eval_seeds, k)) for k in PP_SPEEDS]
         pts = {}
         for m in PARETO_METHODS:
@@ -405,8 +480,166 @@ def report(args, path: str, eval_seeds) -> dict:
             print("no learned policy finished 7 of 8 courses within 5 % of pure pursuit's time per km")
     with open(os.path.join(args.out, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1)
-    _plots(args, rows, summary, tasks, methods, w0, eval_seeds)
+    if tasks:
+        _plots(args, rows, summary, tasks, methods, w0, eval_seeds)
+    if limits:
+        _limit_plots(args, rows, summary, limits)
+    if args.docs:
+        _to_docs(args, rows, summary)
+    print(f"\nwrote {args.out}/summary.json and its plots" + (f" (merged into {args.docs}/)" if args.docs else ""))
     return summary
+
+
+# ------------------------------------------------------------------------------------ the tasks at the limits
+def limit_baseline(task: str, eval_seeds) -> np.ndarray:
+    """The classical baseline's per-course metric on the held-out courses, with the setting its
+    tuning chose on the validation courses (benchmarks/baselines.py)."""
+    if task == "race":
+        from dyn4_gym.agents.race import RACE_TUNED, run_race_baseline
+
+        r = run_race_baseline(eval_seeds, params=RACE_TUNED)
+        return np.where(r.finished, r.time, np.inf)
+    from dyn4_gym.agents.eco import ECO_TUNED_SCALE, run_eco_baseline
+
+    r = run_eco_baseline(eval_seeds, speed_scale=ECO_TUNED_SCALE)
+    return np.where(r.in_budget, r.litres_per_100km, np.inf)
+
+
+def _figure(values) -> dict:
+    """IQM, its 95 % bootstrap interval (seeds and courses resampled) and the share that counts."""
+    v = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    lo, hi = bootstrap_ci(v)
+    return dict(iqm=iqm(v), ci95=[lo, hi], counted=float(np.isfinite(v).mean()), seeds=int(v.shape[0]),
+                courses=int(v.shape[1]))
+
+
+def limit_curve(rows, task, method, scale: float = 1.0) -> list[dict]:
+    """The method's pooled figure at each grid point every one of its seeds reached, with the
+    median training wall-clock there."""
+    runs = {}
+    for r in rows:
+        if (r["task"], r["method"]) == (task, method) and r["per_course"]:
+            runs.setdefault(r["seed"], []).append(r)
+    if not runs:
+        return []
+    grid = [0] + sorted({int(g * scale) for g in LIMIT_GRID})
+
+    def point(r):  # the grid point an evaluation belongs to (SHAC overshoots by under one window)
+        return min(grid, key=lambda g: abs(g - r["env_steps"]) / max(g, 1))
+
+    by = [{point(r): r for r in rs} for rs in runs.values()]
+    out = []
+    for g in sorted(set.intersection(*(set(b) for b in by))):
+        at = [b[g] for b in by]
+        out.append(dict(env_steps=int(np.median([r["env_steps"] for r in at])),
+                        wall_s=float(np.median([r["wall_s"] for r in at])),
+                        **_figure([per_course(r) for r in at])))
+    return out
+
+
+def report_limit(task: str, rows, scale: float = 1.0) -> dict:
+    """One task at the limits: each method's final figure and curve, the baseline's, the targets."""
+    env_id, _, metric, unit, target = LIMITS[task]
+    # the baseline on the courses the runs were evaluated on
+    eval_seeds = EVAL_SEEDS[:max(len(per_course(r)) for r in rows if r["task"] == task and r["per_course"])]
+    base = _figure(limit_baseline(task, eval_seeds))
+    out = dict(env=env_id, metric=metric, unit=unit, eval_courses=len(eval_seeds), baseline=base, methods={})
+    print(f"\n== {env_id}: {metric} on {len(eval_seeds)} held-out courses, IQM over seeds x courses, "
+          f"95 % bootstrap CI (a course not finished{' in the budget' if task == 'eco' else ''} counts as inf)")
+    print(f"{'method':10s} {'seeds':>5s} {'env steps':>10s} {'train s':>8s} {'counted':>8s} {'IQM':>8s}  95 % CI")
+    for m in ("shac", "ppo", "sac"):
+        curve = limit_curve(rows, task, m, scale)
+        if not curve:
+            continue
+        fin = curve[-1]
+        out["methods"][m] = dict(final=fin, curve=curve)
+        print(f"{m:10s} {fin['seeds']:5d} {fin['env_steps']:10,d} {fin['wall_s']:8.0f} {fin['counted']:8.2f} "
+              f"{fin['iqm']:8.2f}  [{fin['ci95'][0]:.2f}, {fin['ci95'][1]:.2f}] {unit}")
+    print(f"{'baseline':10s} {'':5s} {'':10s} {'':8s} {base['counted']:8.2f} {base['iqm']:8.2f}  "
+          f"[{base['ci95'][0]:.2f}, {base['ci95'][1]:.2f}] {unit}")
+    if not out["methods"]:
+        return out
+    best = min(out["methods"], key=lambda k: out["methods"][k]["final"]["iqm"])
+    fin = out["methods"][best]["final"]
+    gain = 1.0 - fin["iqm"] / base["iqm"] if np.isfinite(fin["iqm"]) else -np.inf
+    apart = fin["ci95"][1] < base["ci95"][0]
+    out["target"] = dict(best=best, gain=gain, wanted=target, cis_apart=apart, met=bool(gain >= target and apart),
+                         seeds=fin["seeds"])
+    print(f"target: the best learner ({best}) {gain:+.1%} against the baseline" if np.isfinite(gain) else
+          f"target: the best learner ({best}) has no figure (over a quarter of its courses do not count)", end="")
+    print(f" (wanted >= {target:.0%} better, CIs "
+          f"apart: {'yes' if apart else 'no'}): {'met' if out['target']['met'] else 'missed'}")
+    if "shac" in out["methods"] and "ppo" in out["methods"]:
+        ppo = out["methods"]["ppo"]["final"]
+        got = next((p for p in out["methods"]["shac"]["curve"] if p["env_steps"] > 0 and p["iqm"] <= ppo["iqm"]), None)
+        d = dict(level=ppo["iqm"], ppo_env_steps=ppo["env_steps"], ppo_wall_s=ppo["wall_s"])
+        if got is not None and np.isfinite(ppo["iqm"]):
+            d.update(shac_env_steps=got["env_steps"], shac_wall_s=got["wall_s"],
+                     steps_ratio=ppo["env_steps"] / got["env_steps"], wall_ok=got["wall_s"] <= ppo["wall_s"])
+            d["met"] = bool(d["steps_ratio"] >= 10 and d["wall_ok"])
+            print(f"SHAC reaches PPO's final IQM ({ppo['iqm']:.2f} {unit}) at {got['env_steps']:,} env steps and "
+                  f"{got['wall_s']:.0f} s: {d['steps_ratio']:.1f}x fewer steps than PPO's {ppo['env_steps']:,}, "
+                  f"in {'no more' if d['wall_ok'] else 'more'} wall-clock than PPO's {ppo['wall_s']:.0f} s "
+                  f"(target >= 10x, no more time: {'met' if d['met'] else 'missed'})")
+        else:
+            d["met"] = False
+            print(f"SHAC does not reach PPO's final IQM ({ppo['iqm']:.2f} {unit}) within its budget")
+        out["shac_vs_ppo"] = d
+    return out
+
+
+def _limit_plots(args, rows, summary, limits) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(limits), 2, figsize=(13, 4.2 * len(limits)), squeeze=False)
+    for ti, task in enumerate(limits):
+        s = summary[task]
+        for m, d in s["methods"].items():
+            pts = [p for p in d["curve"] if np.isfinite(p["iqm"]) and p["env_steps"] > 0]
+            for a, x in zip(axes[ti], ("env_steps", "wall_s")):
+                xs = [p[x] for p in pts]
+                a.plot(xs, [p["iqm"] for p in pts], "-o", ms=3, color=COLORS[m], label=f"{m} ({d['final']['seeds']} seeds)")
+                # an interval whose top is infinite (a resample with over a quarter not counting) is
+                # drawn up to the IQM only
+                a.fill_between(xs, [p["ci95"][0] for p in pts],
+                               [p["ci95"][1] if np.isfinite(p["ci95"][1]) else p["iqm"] for p in pts],
+                               color=COLORS[m], alpha=0.2)
+        b = s["baseline"]
+        for a, xl in zip(axes[ti], ("environment steps (log)", "training wall-clock [s], 2 CPU cores")):
+            a.axhline(b["iqm"], color="k", ls="--", label="classical baseline")
+            a.axhspan(b["ci95"][0], b["ci95"][1], color="k", alpha=0.1)
+            a.set(xlabel=xl, ylabel=f"IQM {s['metric']} [{s['unit']}]", title=f"{s['env']} ({s['eval_courses']} held-out "
+                  "courses; points where over a quarter do not count are left out)")
+            a.title.set_fontsize(9)
+            a.legend(fontsize=8)
+        grid = [g * args.scale for g in LIMIT_GRID]
+        axes[ti, 0].set_xscale("log")
+        axes[ti, 0].set_xlim(grid[0] / 1.5, grid[-1] * 1.5)
+    fig.tight_layout()
+    fig.savefig(os.path.join(args.out, "limits.png"), dpi=100)
+    plt.close(fig)
+
+
+def _to_docs(args, rows, summary) -> None:
+    """Merge this report into ``--docs``: its summary's entries replace theirs, its runs' rows
+    replace theirs in the CSV, its plots are copied; the rest of what is there stays."""
+    os.makedirs(args.docs, exist_ok=True)
+    dst = os.path.join(args.docs, "learning_summary.json")
+    old = {}
+    if os.path.exists(dst):
+        with open(dst) as fh:
+            old = json.load(fh)
+    with open(dst, "w") as fh:
+        json.dump({**old, **summary}, fh, indent=1)
+    csv_dst = os.path.join(args.docs, "learning_curves.csv")
+    mine = {run_key(r) for r in rows}
+    write_rows(csv_dst, [r for r in read_rows(csv_dst) if run_key(r) not in mine] + rows)
+    for name in ("learning.png", "pareto.png", "limits.png"):
+        if os.path.exists(os.path.join(args.out, name)):
+            shutil.copy(os.path.join(args.out, name), os.path.join(args.docs, name))
 
 
 COLORS = {"shac": "tab:green", "ppo": "tab:blue", "sac": "tab:orange"}
@@ -462,14 +695,6 @@ def _plots(args, rows, summary, tasks, methods, w0, eval_seeds) -> None:
         fig.tight_layout()
         fig.savefig(os.path.join(args.out, "pareto.png"), dpi=100)
         plt.close(fig)
-    if args.docs:
-        os.makedirs(args.docs, exist_ok=True)
-        for name, dst in (("learning.png", "learning.png"), ("pareto.png", "pareto.png"), ("curves.csv", "learning_curves.csv"),
-                          ("summary.json", "learning_summary.json")):
-            if os.path.exists(os.path.join(args.out, name)):
-                shutil.copy(os.path.join(args.out, name), os.path.join(args.docs, dst))
-    print(f"\nwrote {args.out}/summary.json, learning.png" + (", pareto.png" if par else "") +
-          (f" (and copies in {args.docs}/)" if args.docs else ""))
 
 
 def parse_args(argv=None):
@@ -482,7 +707,8 @@ def parse_args(argv=None):
     ap.add_argument("--scale", type=cli.float_in(0.0, 1e6, lo_open=True), default=1.0,
                     help="multiplies every budget (BUDGETS)")
     ap.add_argument("--evals", type=cli.int_in(1, 10**4), default=10, help="evaluations per run")
-    ap.add_argument("--eval-seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=8, help="held-out courses per evaluation")
+    ap.add_argument("--eval-seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=None,
+                    help="held-out courses per evaluation (default: 8 on the v1 tasks, all 16 at the limits)")
     ap.add_argument("--pareto", action=argparse.BooleanOptionalAction, default=True,
                     help="also the energy-weight sweep (PARETO_WEIGHTS) on the default task")
     ap.add_argument("--pareto-seeds", type=cli.int_in(1, 1000), default=2)
@@ -513,7 +739,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "curves.csv")
-    eval_seeds = EVAL_SEEDS[: args.eval_seeds]
+    eval_seeds = EVAL_SEEDS[: args.eval_seeds or 8]  # the v1 tasks'; the tasks at the limits use all 16
     if not args.report_only:
         train_all(args, path, eval_seeds)
     elif not os.path.exists(path) and args.docs and os.path.exists(os.path.join(args.docs, "learning_curves.csv")):

@@ -91,6 +91,29 @@ def test_save_load_and_resume(tmp_path):
     assert again.iterations == 3 and again.env_steps == agent.env_steps + 4 * 8
 
 
+def test_the_published_schedule_sets_adam_and_decays_to_zero(tmp_path):
+    """``shac_published``: Adam's betas (0.7, 0.95) in both optimisers, learning rates falling
+    linearly to 0 at the budget, and a checkpoint that keeps the betas; bad betas are refused."""
+    from dyn4_gym.agents import shac_published
+
+    cfg = shac_published(64, num_envs=4, horizon=8, critic_iters=1)
+    assert cfg.betas == (0.7, 0.95) and cfg.lr_decay_steps == 64 and cfg.num_envs == 4
+    agent = SHAC(cfg, SMALL)
+    for opt in (agent.actor_opt, agent.critic_opt):
+        assert opt.param_groups[0]["betas"] == (0.7, 0.95)
+    agent.train(iterations=1, log=None)  # the rate is set before each window's step: at 0 env steps, the full rate
+    assert agent.actor_opt.param_groups[0]["lr"] == pytest.approx(cfg.actor_lr)
+    agent.train(iterations=1, log=None)  # at 32 of 64 steps: half
+    assert agent.actor_opt.param_groups[0]["lr"] == pytest.approx(cfg.actor_lr / 2)
+    path = tmp_path / "p.pt"
+    agent.save(str(path))
+    again = SHAC.load(str(path))
+    assert again.config.betas == (0.7, 0.95) and again.actor_opt.param_groups[0]["betas"] == (0.7, 0.95)
+    for bad in ((0.9,), (1.0, 0.9), (0.9, -0.1), [0.9, 0.99], (0.9, float("nan")), (True, 0.9)):
+        with pytest.raises(ValueError, match="betas"):
+            SHACConfig(betas=bad).validate()
+
+
 def test_env_step_budget_is_machine_independent():
     """A budget in env steps ends at the same iteration for the same seed, wherever it runs; the
     progress callback sees every iteration."""

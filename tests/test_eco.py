@@ -61,3 +61,43 @@ def test_the_constant_speed_baseline_arrives_within_the_budget():
     assert (r.litres_per_100km > 5.0).all() and (r.litres_per_100km < 30.0).all()  # measured 11.3-11.8
     # a finisher's return is half the course less its fuel in metres of lift (nothing late or failed)
     assert (r.returns < 200.0).all() and (r.returns > 100.0).all()
+
+
+def test_the_tuned_scale_is_the_one_the_tuning_chose():
+    import json
+    import os
+
+    from dyn4_gym.agents.eco import ECO_TUNED_SCALE
+
+    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "eco_baseline.json")) as fh:
+        assert json.load(fh)["chosen"] == {"speed_scale": ECO_TUNED_SCALE}
+
+
+@pytest.mark.slow
+def test_the_baseline_is_measured_by_the_evaluation_every_learner_gets():
+    """``run_eco_baseline`` is ``evaluate`` (the Numba engine) with the eco task's clock: its
+    per-course arrival and litres are the evaluation's, and the torch engine's float64 run of the
+    same policy agrees to 1e-9."""
+    import torch
+
+    from dyn4_gym import ECO
+    from dyn4_gym.agents.eco import constant_speed_policy
+    from dyn4_gym.envs import EnvConfig, TaskCore
+
+    seeds = (20_000, 20_001)
+    r = run_eco_baseline(seeds, speed_scale=0.95)
+    kw = {k: v for k, v in ECO.items() if k != "engine"} | {"dtype": "float64", "engine": "torch"}
+    core = TaskCore(EnvConfig.from_dict(kw))
+    policy = constant_speed_policy(core.cfg, 0.95)
+    st = core.new_state(torch.tensor(seeds), torch.zeros(2, dtype=torch.long))
+    obs, fuel, dist, arrival = core.observe(st), np.zeros(2), np.zeros(2), np.full(2, np.inf)
+    for t in range(core.cfg.episode_steps):
+        st, obs, _, term, trunc, info = core.step(st, policy(obs.float()).double())
+        live = np.isinf(arrival)
+        fuel += info["books"]["fuel"].numpy() * live
+        dist += info["progress"].numpy() * live
+        arrival[info["success"].numpy() & live] = (t + 1) * core.cfg.control_dt
+        if np.isfinite(arrival).all():
+            break
+    assert r.arrival == pytest.approx(arrival, abs=1e-9) and r.in_budget.all()
+    assert r.litres_per_100km == pytest.approx(litres_per_100km(fuel, dist), rel=1e-6)

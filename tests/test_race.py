@@ -139,3 +139,31 @@ def test_the_race_harness_drives_a_learners_policy_on_the_same_courses():
     r = run_race_baseline((20_000, 20_001), policy=lambda obs: torch.tensor([[1.0, 1.0]] * obs.shape[0]))
     assert not r.finished.any() and np.isinf(r.time).all()
     assert (r.returns < 0).all() and len(r.speeds) < 200
+
+
+def test_the_tuned_setting_is_the_one_the_tuning_chose():
+    """``RACE_TUNED`` (what learners are measured against) is docs/race_baseline.json's choice."""
+    import json
+    import os
+
+    from dyn4_gym.agents.race import RACE_TUNED
+
+    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "race_baseline.json")) as fh:
+        chosen = json.load(fh)["chosen"]
+    assert chosen == {"margin": RACE_TUNED.margin, "lead": RACE_TUNED.lead}
+
+
+def test_the_evaluation_clocks_a_finish_as_the_race_harness_does():
+    """``evaluate``'s per-course arrival (the Numba engine: the learning benchmark's) is the race
+    harness's time to finish (the torch engine: the baseline's) for the same policy and courses."""
+    from dyn4_gym.agents.classical import PurePursuit
+    from dyn4_gym.agents.evaluation import evaluate
+
+    kw = dict(RACE, target_speed=12.0)  # pure pursuit at 12 m/s finishes these courses
+    pp = PurePursuit.for_env(kw)
+    seeds = (20_000, 20_001, 20_002)
+    ev = evaluate(pp, dict(kw, dtype="float64"), seeds=seeds)
+    r = run_race_baseline(seeds, env_kwargs=dict(target_speed=12.0), policy=pp)
+    assert r.finished.all() and np.isfinite(ev.arrival).all()
+    assert ev.arrival == pytest.approx(r.time, abs=1e-9)
+    assert ev.finished == 1.0 and ev.litres is None

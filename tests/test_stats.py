@@ -32,3 +32,21 @@ def test_bootstrap_interval_holds_the_iqm_and_shrinks_with_more_runs():
     assert lo_s <= iqm(small) <= hi_s and lo_l <= iqm(large) <= hi_l
     assert hi_l - lo_l < hi_s - lo_s
     assert bootstrap_ci(small, seed=3) == bootstrap_ci(small, seed=3)  # seeded
+
+
+def test_a_two_dimensional_bootstrap_resamples_seeds_and_courses():
+    """Rows are training seeds, columns courses: an interval over a table whose rows differ is
+    wider than over one row's courses alone, one row gives the courses' interval exactly, and a
+    table holding over a quarter of infinities has an infinite IQM."""
+    rng = np.random.default_rng(2)
+    courses = rng.normal(20.0, 0.5, 16)
+    table = courses[None, :] + rng.normal(0.0, 3.0, (6, 1))  # seeds shift every course
+    lo1, hi1 = bootstrap_ci(courses[None, :])
+    lo6, hi6 = bootstrap_ci(table)
+    assert lo6 <= iqm(table) <= hi6 and lo1 <= iqm(courses) <= hi1
+    assert hi6 - lo6 > 3 * (hi1 - lo1)  # the seeds' spread is in it
+    late = np.where(rng.random((4, 16)) < 0.5, np.inf, 20.0)
+    assert iqm(late) == np.inf and bootstrap_ci(late)[1] == np.inf
+    for bad in (np.zeros((2, 2, 2)), np.zeros((0, 3)), []):
+        with pytest.raises(ValueError, match="1-D or 2-D"):
+            bootstrap_ci(bad)

@@ -1,6 +1,6 @@
 """Controllers and trainers for the environments."""
 
 from .classical import PurePursuit, PurePursuitParams
-from .shac import SHAC, CheckpointError, SHACConfig
+from .shac import SHAC, CheckpointError, SHACConfig, shac_published
 
-__all__ = ["PurePursuit", "PurePursuitParams", "SHAC", "SHACConfig", "CheckpointError"]
+__all__ = ["PurePursuit", "PurePursuitParams", "SHAC", "SHACConfig", "shac_published", "CheckpointError"]

@@ -37,6 +37,8 @@ class Evaluation:
     terms: dict | None = None  # reward term -> its episode sum, averaged over the seeds (unweighted)
     books: dict | None = None  # books line -> its episode sum [J], averaged over the seeds
     litres_per_100km: float | None = None  # fuel per distance of progress (action="driver" only)
+    arrival: np.ndarray | None = None  # [s] per seed: when its course was finished (inf: not finished)
+    litres: np.ndarray | None = None  # [L/100 km] per seed, fuel per distance of progress (driver only)
 
     def row(self) -> dict:
         out = dict(mean_return=self.mean_return, finished=self.finished, mean_speed=self.mean_speed,
@@ -78,6 +80,7 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
     alive = np.ones(n, dtype=bool)
     ret, dist, work, ct2, speed, count = (np.zeros(n) for _ in range(6))
     success = np.zeros(n, dtype=bool)
+    arrival = np.full(n, np.inf)
     x = eng.task_state(state).x
     traces, energy = [x[:, :2].double().numpy().copy()], [np.zeros(n)]
     terms, books = {}, {}
@@ -93,6 +96,7 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
         ct2 += info["cross_track"] ** 2 * a
         speed += x[:, 3] * a
         count += a
+        arrival[info["success"] & alive] = count[info["success"] & alive] * cfg.control_dt
         success |= info["success"] & alive
         for acc, group in ((terms, "reward_terms"), (books, "books")):
             for k, v in info[group].items():
@@ -107,8 +111,7 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
     km = np.maximum(dist, 1.0) / 1000.0
     litres = None
     if core.driver:  # fuel energy -> litres with the powertrain's fuel data, per 100 km of progress
-        fuel_l = books["fuel"] / (core.pt.fuel_lhv * core.pt.fuel_density)
-        litres = float((fuel_l / km * 100.0).mean())
+        litres = books["fuel"] / (core.pt.fuel_lhv * core.pt.fuel_density) / km * 100.0
     courses = eng.task_state(state).course_xy.double().numpy()
     return Evaluation(
         mean_return=float(ret.mean()), finished=float(success.mean()),
@@ -118,4 +121,4 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
         returns=ret, traces=np.stack(traces),
         courses=courses, energy=np.stack(energy),
         terms={k: float(v.mean()) for k, v in terms.items()}, books={k: float(v.mean()) for k, v in books.items()},
-        litres_per_100km=litres)
+        litres_per_100km=None if litres is None else float(litres.mean()), arrival=arrival, litres=litres)

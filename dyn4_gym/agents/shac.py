@@ -31,7 +31,7 @@ from torch import nn
 from ..cli import strict_json
 from ..envs import Dyn4DiffEnv
 
-__all__ = ["SHACConfig", "SHAC", "SHACPolicy", "RunningNorm", "Actor", "Critic", "CheckpointError", "CHECKPOINT_FORMAT"]
+__all__ = ["SHACConfig", "shac_published", "SHAC", "SHACPolicy", "RunningNorm", "Actor", "Critic", "CheckpointError", "CHECKPOINT_FORMAT"]
 
 CHECKPOINT_FORMAT = "dyn4-gym-shac-1"
 
@@ -64,6 +64,8 @@ class SHACConfig:
     grad_norm: float = 1.0  # global-norm clip of the actor's gradient
     # both learning rates fall linearly to 0 at this many env steps (the paper's schedule); None: constant
     lr_decay_steps: int | None = None
+    # Adam's (beta1, beta2): torch's defaults; the paper's schedule uses (0.7, 0.95) (SHAC_PUBLISHED)
+    betas: tuple = (0.9, 0.999)
     hidden: tuple = (64, 64)
     init_log_std: float = -1.0
     critic: bool = True  # False: truncated BPTT ablation
@@ -87,6 +89,9 @@ class SHACConfig:
             raise ValueError(f"SHACConfig.seed must be an int in [0, 2**63), got {self.seed!r}")
         if self.lr_decay_steps is not None and not (isinstance(self.lr_decay_steps, int) and self.lr_decay_steps >= 1):
             raise ValueError(f"SHACConfig.lr_decay_steps must be a positive int or None, got {self.lr_decay_steps!r}")
+        if not (isinstance(self.betas, tuple) and len(self.betas) == 2
+                and all(isinstance(b, (int, float)) and not isinstance(b, bool) and 0.0 <= b < 1.0 for b in self.betas)):
+            raise ValueError(f"SHACConfig.betas must be two numbers in [0, 1), got {self.betas!r}")
         for name in ("gamma", "lam", "target_alpha"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 <= v <= 1):
@@ -95,6 +100,15 @@ class SHACConfig:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 < v < math.inf):
                 raise ValueError(f"SHACConfig.{name} must be positive, got {v!r}")
+
+
+def shac_published(budget: int, **overrides) -> SHACConfig:
+    """The paper's optimiser schedule (Xu et al. 2022, its appendix's SHAC settings) for a run of
+    ``budget`` env steps: Adam betas (0.7, 0.95), both learning rates falling linearly to 0 at the
+    budget, 64 cars a window, 16 critic passes over each window; the rest :class:`SHACConfig`'s
+    defaults unless overridden."""
+    return SHACConfig(**{**dict(betas=(0.7, 0.95), lr_decay_steps=int(budget), num_envs=64, critic_iters=16),
+                         **overrides})
 
 
 # the largest sizes a config (and so a checkpoint) may ask for
@@ -205,8 +219,8 @@ class SHAC:
         self.critic = Critic(obs_dim, config.hidden).to(dev)
         self.target = Critic(obs_dim, config.hidden).to(dev)
         self.target.load_state_dict(self.critic.state_dict())
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.actor_lr)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=config.critic_lr)
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.actor_lr, betas=config.betas)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=config.critic_lr, betas=config.betas)
         self.gen = torch.Generator(device=dev).manual_seed(config.seed)
         self.obs = self.env.reset(seed=config.seed)
         self.norm.update(self.obs)
@@ -368,7 +382,7 @@ class SHAC:
         except TypeError as exc:
             raise ValueError(f"env_kwargs must be JSON-serialisable to be saved (custom reward_terms are not): {exc}") from None
         cfg = dataclasses.asdict(self.config)
-        cfg["hidden"] = list(cfg["hidden"])
+        cfg["hidden"], cfg["betas"] = list(cfg["hidden"]), list(cfg["betas"])
         return dict(format=CHECKPOINT_FORMAT, config=cfg, env_kwargs=env_json, actor=self.actor.state_dict(),
                     critic=self.critic.state_dict(), target=self.target.state_dict(), norm=self.norm.state_dict(),
                     actor_opt=self.actor_opt.state_dict(), critic_opt=self.critic_opt.state_dict(),
@@ -437,6 +451,8 @@ def _read_checkpoint(path: str) -> tuple[dict, SHACConfig, dict]:
             raise ValueError(f"no {CHECKPOINT_FORMAT!r} format tag")
         cfg = dict(d["config"])
         cfg["hidden"] = tuple(cfg["hidden"])
+        if "betas" in cfg:  # files from before the field keep the default
+            cfg["betas"] = tuple(cfg["betas"])
         config = SHACConfig(**cfg)
         config.validate()
         if not isinstance(d["env_kwargs"], str) or len(d["env_kwargs"]) > _MAX_JSON:

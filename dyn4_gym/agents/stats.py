@@ -28,10 +28,19 @@ def iqm(x) -> float:
 
 
 def bootstrap_ci(x, stat=iqm, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """The percentile bootstrap interval of ``stat`` over the values ``x`` (resampled with replacement)."""
-    v = np.asarray(x, dtype=np.float64).ravel()
+    """The percentile bootstrap interval of ``stat`` over the values ``x``, resampled with
+    replacement. A 2-D ``x`` is (runs, courses), a training seed's evaluation per row: each
+    resample draws the rows and the columns independently, so the interval holds both the seeds'
+    spread and the courses' (one row: the courses' alone, a deterministic controller's)."""
+    v = np.asarray(x, dtype=np.float64)
+    if v.ndim not in (1, 2) or v.size == 0:
+        raise ValueError(f"bootstrap_ci takes a non-empty 1-D or 2-D array, got shape {v.shape}")
     rng = np.random.default_rng(seed)
-    stats = np.array([stat(v[rng.integers(0, v.size, v.size)]) for _ in range(n_boot)])
+    if v.ndim == 1:
+        stats = np.array([stat(v[rng.integers(0, v.size, v.size)]) for _ in range(n_boot)])
+    else:
+        n, m = v.shape
+        stats = np.array([stat(v[np.ix_(rng.integers(0, n, n), rng.integers(0, m, m))]) for _ in range(n_boot)])
     a = (1.0 - level) / 2.0
     # no interpolation between resamples: an infinite IQM (too many unfinished courses) stays one
     return float(np.quantile(stats, a, method="inverted_cdf")), float(np.quantile(stats, 1.0 - a, method="inverted_cdf"))
