@@ -1,9 +1,14 @@
-"""The main job: ``python -m dyn4_gym`` trains a policy through the plant on ``Dyn4Humvee-v1``'s
-defaults for a budget of env steps (the same result on every machine for the same seed; a few
-minutes on two cores), evaluates it against the classical controller on held-out seeds, and
-writes plots (``runs/main/`` by default).
+"""The main job: ``python -m dyn4_gym`` trains a policy through the plant (SHAC) for a budget of
+env steps (the same result on every machine for the same seed; a few minutes on two cores),
+evaluates it against the task's classical baseline on held-out courses, and writes plots
+(``runs/main/`` by default).
 
-    python -m dyn4_gym [--env-steps 100000] [--seconds S] [--out runs/main]
+Its task is the one where the differentiable path wins most in the learning benchmark
+(README, "Tasks at the limits"): ``Dyn4HumveeRace-v0``, against the minimum-time speed profile
+tracked by pure pursuit, with SHAC's published schedule. ``--task v1`` trains on
+``Dyn4Humvee-v1`` against pure pursuit instead (the project's first task).
+
+    python -m dyn4_gym [--env-steps 100000] [--seconds S] [--task race|v1] [--out runs/main]
     python -m dyn4_gym.demo      # the plant's manoeuvres and energy books only
 """
 
@@ -14,7 +19,7 @@ import os
 import time
 
 from . import cli
-from .agents import SHAC, PurePursuit, SHACConfig
+from .agents import SHAC, PurePursuit, SHACConfig, shac_published
 
 
 ENV_STEPS = 200_000  # the main job's budget
@@ -55,10 +60,14 @@ def parse_args(argv=None):
     ap.add_argument("--seconds", type=cli.positive_float, default=None,
                     help="also stop after this wall-clock time (machine-dependent)")
     ap.add_argument("--seed", type=cli.seed, default=0)
-    ap.add_argument("--num-envs", type=cli.int_in(1, _SIZE_BOUNDS["num_envs"]), default=SHACConfig.num_envs)
+    ap.add_argument("--task", choices=("race", "v1"), default="race",
+                    help="race: Dyn4HumveeRace-v0 against the min-time profile; v1: Dyn4Humvee-v1 against pure pursuit")
+    ap.add_argument("--num-envs", type=cli.int_in(1, _SIZE_BOUNDS["num_envs"]), default=None,
+                    help="cars a window (default: 64 on the race, the published schedule's; 32 on v1)")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
                     help="torch.compile the env step with its backward (minutes once; cached on disk)")
-    ap.add_argument("--eval-seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=8)
+    ap.add_argument("--eval-seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=None,
+                    help="held-out courses (default: all 16 on the race, 8 on v1)")
     ap.add_env_kwargs()
     ap.add_output("--out", "runs/main")
     return ap.parse_args(argv)
@@ -75,10 +84,20 @@ def main(argv=None) -> dict:
 
     from .agents.evaluation import EVAL_SEEDS, evaluate
 
-    env_kwargs = args.env_kwargs
     os.makedirs(args.out, exist_ok=True)
-    seeds = EVAL_SEEDS[: args.eval_seeds]
-    print(f"dyn4-gym: training a policy through the plant (SHAC) for {args.env_steps:,} env steps on Dyn4Humvee-v1")
+    race = args.task == "race"
+    seeds = EVAL_SEEDS[: args.eval_seeds or (len(EVAL_SEEDS) if race else 8)]
+    if race:
+        from . import RACE
+
+        env_kwargs = {**{k: v for k, v in RACE.items() if k != "engine"}, **args.env_kwargs}
+        config = shac_published(args.env_steps, seed=args.seed, compile=args.compile,
+                                **({"num_envs": args.num_envs} if args.num_envs else {}))
+    else:
+        env_kwargs = args.env_kwargs
+        config = SHACConfig(num_envs=args.num_envs or SHACConfig.num_envs, seed=args.seed, compile=args.compile)
+    name = "Dyn4HumveeRace-v0" if race else "Dyn4Humvee-v1"
+    print(f"dyn4-gym: training a policy through the plant (SHAC) for {args.env_steps:,} env steps on {name}")
     t0 = time.perf_counter()
     if args.compile:
         try:  # where Inductor keeps its cache (TORCHINDUCTOR_CACHE_DIR moves it)
@@ -91,12 +110,14 @@ def main(argv=None) -> dict:
               "projection and sums (run 5 times a step) and the step's finish (checks, reward terms, observation), "
               f"each forward and backward. Minutes the first time on a small or busy machine, seconds once cached "
               f"({cache}); --no-compile skips it and trains eagerly (README, 'First run').")
-    agent = SHAC(SHACConfig(num_envs=args.num_envs, seed=args.seed, compile=args.compile), env_kwargs)
+    agent = SHAC(config, env_kwargs)
     history = agent.train(seconds=args.seconds, env_steps=args.env_steps, log=None,
                           on_iteration=Progress(args.env_steps))
     print()
     agent.save(os.path.join(args.out, "model.pt"))
     print(f"\nevaluating on {len(seeds)} held-out seeds ...")
+    if race:
+        return _race_report(args, agent, env_kwargs, history, seeds, t0)
     mine = evaluate(agent.policy, env_kwargs, seeds=seeds)
     ref = evaluate(PurePursuit.for_env(env_kwargs), env_kwargs, seeds=seeds)
     print(f"\n{'after ' + str(agent.env_steps) + ' env steps':34s}{'trained':>12s}{'classical':>12s}")
@@ -129,6 +150,68 @@ def main(argv=None) -> dict:
                    dict(trained=mine.row(), classical=ref.row(), env_steps=agent.env_steps), indent=1)
     print(f"\nwrote {path}, {args.out}/evaluation.json and {args.out}/model.pt ({time.perf_counter() - t0:.0f} s)")
     return dict(trained=mine.row(), classical=ref.row(), plot=path)
+
+
+def _race_report(args, agent, env_kwargs, history, seeds, t0) -> dict:
+    """The race: the trained policy's and the baseline's time to finish per held-out course, the
+    IQM over courses (an unfinished course counts as infinitely slow) with its 95 % bootstrap
+    interval, a plot, and the JSON."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .agents.evaluation import evaluate
+    from .agents.race import RACE_TUNED, run_race_baseline
+    from .agents.stats import bootstrap_ci, iqm
+
+    mine = evaluate(agent.policy, env_kwargs, seeds=seeds)
+    base = run_race_baseline(seeds, env_kwargs=args.env_kwargs, params=RACE_TUNED)
+    t_mine, t_base = mine.arrival, np.where(base.finished, base.time, np.inf)
+    fig_of = {}
+    for name, t in (("trained", t_mine), ("baseline", t_base)):
+        lo, hi = bootstrap_ci(t)
+        fig_of[name] = dict(finished=int(np.isfinite(t).sum()), courses=len(t), iqm_time=iqm(t), ci95=[lo, hi],
+                            times=[float(v) for v in t])
+    print(f"\n{'after ' + str(agent.env_steps) + ' env steps':34s}{'trained':>14s}{'baseline':>14s}")
+    print(f"{'courses finished':34s}{fig_of['trained']['finished']:>11d}/{len(seeds):<2d}"
+          f"{fig_of['baseline']['finished']:>11d}/{len(seeds):<2d}")
+    print(f"{'IQM time to finish [s]':34s}{fig_of['trained']['iqm_time']:14.2f}{fig_of['baseline']['iqm_time']:14.2f}")
+    a, b = fig_of["trained"]["ci95"], fig_of["baseline"]["ci95"]
+    print(f"{'its 95 % bootstrap CI [s]':34s}{f'{a[0]:.2f}-{a[1]:.2f}':>14s}{f'{b[0]:.2f}-{b[1]:.2f}':>14s}")
+    print(f"{'mean speed [m/s]':34s}{mine.mean_speed:14.2f}{float(np.nanmean(base.speeds)):14.2f}")
+    a, b = fig_of["trained"]["iqm_time"], fig_of["baseline"]["iqm_time"]
+    if np.isfinite(a) and np.isfinite(b):
+        verdict = (f"its IQM time is {abs(1 - a / b):.1%} {'faster' if a < b else 'slower'} than the minimum-time "
+                   f"speed profile's")
+    else:
+        verdict = "over a quarter of its courses are unfinished, so it has no IQM time"
+    print(f"\nthe trained policy finished {fig_of['trained']['finished']} of {len(seeds)} held-out race courses "
+          f"(the baseline {fig_of['baseline']['finished']}); {verdict}")
+
+    fig, ax = plt.subplots(1, 3, figsize=(16, 4.5))
+    ax[0].plot([h["env_steps"] for h in history], [h["episode_return"] for h in history])
+    ax[0].set(xlabel="environment steps", ylabel="return", title="training episodes' return (400 - 10 x time)")
+    for i in range(mine.traces.shape[1]):
+        ax[1].plot(mine.courses[i, :, 0], mine.courses[i, :, 1], color="0.85", lw=0.8)
+        ax[1].plot(mine.traces[:, i, 0], mine.traces[:, i, 1], lw=1.0)
+    ax[1].set(title=f"trained: {fig_of['trained']['finished']} of {len(seeds)} finished", xlabel="X [m]",
+              ylabel="Y [m]")
+    ax[1].axis("equal")
+    idx = np.arange(len(seeds))
+    for off, (name, t, c) in zip((-0.2, 0.2), (("trained", t_mine, "tab:green"), ("baseline", t_base, "k"))):
+        shown = np.where(np.isfinite(t), t, 0.0)
+        ax[2].bar(idx + off, shown, width=0.4, color=c, label=f"{name} (an empty slot: not finished)")
+    ax[2].set(xlabel="held-out course", ylabel="time to finish [s]", title="per course")
+    ax[2].set_ylim(min(v for v in np.concatenate((t_mine, t_base)) if np.isfinite(v)) * 0.9
+                   if np.isfinite(np.concatenate((t_mine, t_base))).any() else 0, None)
+    ax[2].legend(fontsize=8)
+    fig.tight_layout()
+    path = os.path.join(args.out, "main.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    out = dict(task="Dyn4HumveeRace-v0", env_steps=agent.env_steps, **fig_of)
+    cli.write_json(os.path.join(args.out, "evaluation.json"), out, indent=1)
+    print(f"\nwrote {path}, {args.out}/evaluation.json and {args.out}/model.pt ({time.perf_counter() - t0:.0f} s)")
+    return dict(out, plot=path)
 
 
 def console() -> int:

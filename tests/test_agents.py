@@ -214,8 +214,21 @@ def test_rl_zoo_trains_from_our_config(tmp_path):
 
 @pytest.mark.slow
 def test_main_job_and_demo_run(tmp_path):
-    r = _script("-m", "dyn4_gym", "--seconds", "3", "--num-envs", "4", "--eval-seeds", "1", "--no-compile",
-                "--env-kwargs", '{"course": {"length": 40.0}, "episode_steps": 40}', "--out", str(tmp_path / "main"))
+    """The main job on its default task, the race (against the min-time profile), and on v1
+    (against pure pursuit); then the demo."""
+    import json
+
+    r = _script("-m", "dyn4_gym", "--env-steps", "256", "--num-envs", "4", "--eval-seeds", "2", "--no-compile",
+                "--env-kwargs", '{"episode_steps": 60}', "--out", str(tmp_path / "race"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Dyn4HumveeRace-v0" in r.stdout and "IQM time to finish" in r.stdout and "baseline" in r.stdout
+    ev = json.loads((tmp_path / "race" / "evaluation.json").read_text())
+    assert ev["task"] == "Dyn4HumveeRace-v0" and ev["trained"]["courses"] == 2 and ev["env_steps"] >= 256
+    assert ev["baseline"]["finished"] == 0  # 3 s is too short to finish 400 m: every time is unfinished (null)
+    assert ev["trained"]["times"] == [None, None] and (tmp_path / "race" / "main.png").exists()
+    r = _script("-m", "dyn4_gym", "--task", "v1", "--seconds", "3", "--num-envs", "4", "--eval-seeds", "1",
+                "--no-compile", "--env-kwargs", '{"course": {"length": 40.0}, "episode_steps": 40}', "--out",
+                str(tmp_path / "main"))
     assert r.returncode == 0, r.stderr[-3000:]
     assert (tmp_path / "main" / "main.png").exists() and "classical" in r.stdout
     r = _script("-m", "dyn4_gym.demo", "--quick", "--out", str(tmp_path / "demo"))

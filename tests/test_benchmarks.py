@@ -158,6 +158,7 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
         s = summary[task]
         assert s["baseline"]["counted"] == 1.0 and s["baseline"]["ci95"][0] <= s["baseline"]["iqm"] <= s["baseline"]["ci95"][1]
         assert set(s["methods"]) == {"shac", "ppo"} and s["target"]["met"] is False  # nothing learns in 4k steps
+        assert set(s["target"]["methods"]) == {"shac", "ppo"}
         assert "shac_vs_ppo" in s and s["methods"]["ppo"]["curve"][0]["env_steps"] == 0
     assert (docs / "limits.png").exists() and len(_rows(docs / "learning_curves.csv")) == len(rows)
     printed = capsys.readouterr().out

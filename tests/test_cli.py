@@ -35,7 +35,8 @@ SCRIPTS = {
                                "--pareto-seeds", "--shard", "--out", "--docs"],
     "benchmarks/plant.py": ["--batches"],
     "benchmarks/soak.py": ["--steps", "--rows", "--engine", "--seed"],
-    "dyn4_gym/__main__.py": ["--env-steps", "--seconds", "--seed", "--num-envs", "--eval-seeds", "--env-kwargs", "--out"],
+    "dyn4_gym/__main__.py": ["--env-steps", "--seconds", "--seed", "--task", "--num-envs", "--eval-seeds", "--env-kwargs",
+                             "--out"],
     "dyn4_gym/demo.py": ["--out"],
 }
 
