@@ -33,13 +33,12 @@ from dyn4_gym.agents.stats import bootstrap_ci, iqm
 
 def _race(seeds, margin, lead):
     r = run_race_baseline(seeds, params=RaceProfileParams(margin=margin, lead=lead))
-    return r.finished, np.where(r.finished, r.time, np.inf), dict(times=r.time.tolist(), returns=r.returns.tolist())
+    return r.finished, r.time, dict(times=r.time.tolist(), returns=r.returns.tolist())  # time: inf if not finished
 
 
 def _eco(seeds, speed_scale):
     r = run_eco_baseline(seeds, speed_scale=speed_scale)
-    lpk = np.where(r.in_budget, r.litres_per_100km, np.inf)
-    return r.in_budget, lpk, dict(arrival=r.arrival.tolist(), litres_per_100km=r.litres_per_100km.tolist())
+    return r.in_budget, r.counted, dict(arrival=r.arrival.tolist(), litres_per_100km=r.litres_per_100km.tolist())
 
 
 # task -> (id, method, metric name, its unit, runner, the settings' grid as {name: values})

@@ -51,6 +51,7 @@ import torch
 
 from dyn4_gym import ECO, FLAT_GROUND, RACE, cli
 from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig, shac_published
+from dyn4_gym.agents.eco import counted_litres
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
 from dyn4_gym.agents.stats import bootstrap_ci, iqm
 from dyn4_gym.agents.sb3_glue import load_zoo_config, make_model, model_policy
@@ -69,6 +70,12 @@ BUDGETS = {"shac": 500_000, "ppo": 2_000_000, "sac": 300_000}
 LIMIT_BUDGETS = {"shac": 200_000, "ppo": 2_000_000, "sac": 200_000}
 # the env-step points where every method is evaluated on the tasks at the limits (up to its budget)
 LIMIT_GRID = (10_000, 25_000, 50_000, 100_000, 150_000, 200_000, 500_000, 1_000_000, 1_500_000, 2_000_000)
+# what the learners train on where it is not the task as registered: on eco, the `schedule` term
+# in place of `late` (the same cost at arrival, felt as the car falls behind; docs/env.md, "The
+# eco task") and no progress term, so the steps sum to the metric itself (minus the fuel and the
+# lateness at arrival), not to it plus a constant that only holds for finished courses. Every
+# method gets the same; the evaluation is the task's own.
+LIMIT_TRAIN_WEIGHTS = {"eco": {"late": 0.0, "schedule": 1.0, "progress": 0.0}}
 SHAC_SETTINGS = dict(compile=True)  # the rest are SHACConfig's defaults, the main job's
 PARETO_WEIGHTS = (8.0, 32.0, 64.0)  # energy weights besides the default's (2.0), default task
 PARETO_METHODS = ("shac", "ppo")
@@ -130,20 +137,25 @@ class SB3Run:
         return model_policy(self.model)
 
 
-def env_kwargs_of(task: str, weight: float) -> dict:
+def env_kwargs_of(task: str, weight: float, train: bool = False) -> dict:
     """The env's keyword arguments for a run: the v1 tasks with their energy weight; the tasks at
-    the limits as registered (their energy weight is 0, and stays so)."""
+    the limits as registered (their energy weight is 0, and stays so), with ``train`` the
+    learners' reward weights (``LIMIT_TRAIN_WEIGHTS``)."""
     env_id, kwargs = TASKS[task]
     if task in LIMITS:
-        return {k: v for k, v in kwargs.items() if k != "engine"}
+        kw = {k: v for k, v in kwargs.items() if k != "engine"}
+        if train and task in LIMIT_TRAIN_WEIGHTS:
+            kw["reward_weights"] = {**kw["reward_weights"], **LIMIT_TRAIN_WEIGHTS[task]}
+        return kw
     return {**kwargs, "reward_weights": {"energy": weight}}
 
 
 def make_run(method: str, task: str, seed: int, weight: float, compile: bool = True, budget: int | None = None):
-    env_kwargs = env_kwargs_of(task, weight)
+    env_kwargs = env_kwargs_of(task, weight, train=True)
     if method == "shac":
-        # on the tasks at the limits, the paper's optimiser schedule, decaying over the run's budget
-        config = shac_published(budget or LIMIT_BUDGETS["shac"]) if task in LIMITS else None
+        # on the tasks at the limits, the paper's optimiser schedule, decaying over the run's
+        # budget, and one longitudinal output for the driver's pedals (SHACConfig.pedals)
+        config = shac_published(budget or LIMIT_BUDGETS["shac"], pedals="one") if task in LIMITS else None
         return ShacRun(env_kwargs, seed, compile, config)
     return SB3Run(method, TASKS[task][0], env_kwargs, seed)
 
@@ -234,8 +246,7 @@ def limit_metric(task: str, ev) -> np.ndarray:
     arrived within the budget; ``inf`` for a course that does not count (not finished, or late)."""
     if task == "race":
         return ev.arrival
-    budget = LIMITS["eco"][1]["time_budget"]
-    return np.where(ev.arrival <= budget, ev.litres, np.inf)
+    return counted_litres(ev.arrival, ev.litres, LIMITS["eco"][1]["time_budget"])
 
 
 def _eval_row(task, method, seed, weight, steps, wall, policy, gn, eval_seeds) -> dict:
@@ -497,12 +508,10 @@ def limit_baseline(task: str, eval_seeds) -> np.ndarray:
     if task == "race":
         from dyn4_gym.agents.race import RACE_TUNED, run_race_baseline
 
-        r = run_race_baseline(eval_seeds, params=RACE_TUNED)
-        return np.where(r.finished, r.time, np.inf)
+        return run_race_baseline(eval_seeds, params=RACE_TUNED).time  # inf where not finished
     from dyn4_gym.agents.eco import ECO_TUNED_SCALE, run_eco_baseline
 
-    r = run_eco_baseline(eval_seeds, speed_scale=ECO_TUNED_SCALE)
-    return np.where(r.in_budget, r.litres_per_100km, np.inf)
+    return run_eco_baseline(eval_seeds, speed_scale=ECO_TUNED_SCALE).counted
 
 
 def _figure(values) -> dict:

@@ -165,7 +165,7 @@ def _race_report(args, agent, env_kwargs, history, seeds, t0) -> dict:
 
     mine = evaluate(agent.policy, env_kwargs, seeds=seeds)
     base = run_race_baseline(seeds, env_kwargs=args.env_kwargs, params=RACE_TUNED)
-    t_mine, t_base = mine.arrival, np.where(base.finished, base.time, np.inf)
+    t_mine, t_base = mine.arrival, base.time  # inf where not finished
     fig_of = {}
     for name, t in (("trained", t_mine), ("baseline", t_base)):
         lo, hi = bootstrap_ci(t)

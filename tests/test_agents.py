@@ -114,6 +114,39 @@ def test_the_published_schedule_sets_adam_and_decays_to_zero(tmp_path):
             SHACConfig(betas=bad).validate()
 
 
+def test_one_pedal_actor_starts_coasting_and_never_presses_both_pedals(tmp_path):
+    """``pedals="one"`` on the driver's box: two Gaussian entries, the throttle on ``tanh u``'s
+    positive side and the brake on its negative, within [0, 1] and never both; the untrained mean
+    is near coasting (both pedals under 0.1, where "box" starts at both half pressed); it trains,
+    saves and loads; an unknown value is refused."""
+    from dyn4_gym.agents.shac import Actor
+
+    box = Actor(4, (8,), -1.0, (-1.0, 0.0, 0.0), (1.0, 1.0, 1.0))
+    one = Actor(4, (8,), -1.0, (-1.0, 0.0, 0.0), (1.0, 1.0, 1.0), pedals="one")
+    assert one.log_std.shape == (2,) and box.log_std.shape == (3,)
+    z = torch.randn(512, 4, generator=torch.Generator().manual_seed(0)) * 3
+    a = one(z, generator=torch.Generator().manual_seed(1))
+    assert a.shape == (512, 3) and (a[:, 1:] >= 0).all() and (a[:, 1:] <= 1).all() and (a[:, 0].abs() <= 1).all()
+    assert ((a[:, 1] == 0) | (a[:, 2] == 0)).all()
+    assert (a[:, 1] > 0).any() and (a[:, 2] > 0).any()  # noise presses each pedal on some rows
+    mean = one(z[:8] / 3, deterministic=True)  # normalised observations
+    assert (mean[:, 1:] < 0.1).all()
+    assert ((box(z[:8] / 3, deterministic=True)[:, 1:] - 0.5).abs() < 0.1).all()
+    # the same as "box" on the two-entry accel box
+    acc = Actor(4, (8,), -1.0, pedals="one")
+    assert not acc.one_pedal and acc.log_std.shape == (2,)
+    driver = dict(SMALL, action="driver")
+    agent = SHAC(SHACConfig(num_envs=4, horizon=8, critic_iters=1, pedals="one"), driver)
+    agent.train(iterations=1, log=None)
+    path = tmp_path / "one.pt"
+    agent.save(str(path))
+    policy, _ = SHAC.load_policy(str(path))
+    obs = torch.zeros(3, agent.actor.net[0].in_features)
+    assert torch.equal(policy(obs), agent.policy(obs))
+    with pytest.raises(ValueError, match="pedals"):
+        SHACConfig(pedals="two").validate()
+
+
 def test_env_step_budget_is_machine_independent():
     """A budget in env steps ends at the same iteration for the same seed, wherever it runs; the
     progress callback sees every iteration."""

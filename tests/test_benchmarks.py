@@ -163,3 +163,12 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     assert (docs / "limits.png").exists() and len(_rows(docs / "learning_curves.csv")) == len(rows)
     printed = capsys.readouterr().out
     assert "Dyn4HumveeRace-v0: time to finish" in printed and "L/100 km" in printed and "missed" in printed
+    # learners train on eco with the schedule term for late and no progress (LIMIT_TRAIN_WEIGHTS),
+    # and are evaluated on the task as registered; the race trains on its own reward
+    train, task = lb.env_kwargs_of("eco", 0.0, train=True), lb.env_kwargs_of("eco", 0.0)
+    assert {k: v for k, v in train.items() if k != "reward_weights"} == {k: v for k, v in task.items()
+                                                                         if k != "reward_weights"}
+    assert (train["reward_weights"]["schedule"], train["reward_weights"]["late"]) == (1.0, 0.0)
+    assert (task["reward_weights"]["schedule"], task["reward_weights"]["late"]) == (0.0, 1.0)
+    assert lb.env_kwargs_of("race", 0.0, train=True) == lb.env_kwargs_of("race", 0.0)
+    assert lb.make_run("shac", "eco", 0, 0.0, compile=False, budget=64).agent.config.pedals == "one"

@@ -101,3 +101,75 @@ def test_the_baseline_is_measured_by_the_evaluation_every_learner_gets():
             break
     assert r.arrival == pytest.approx(arrival, abs=1e-9) and r.in_budget.all()
     assert r.litres_per_100km == pytest.approx(litres_per_100km(fuel, dist), rel=1e-6)
+
+
+# a nearly straight 60 m course (no steering needed) with a 5 s budget, coasting from 5 m/s: the
+# car falls behind the schedule's pace from the start and arrives about 7 s late
+_LATE = dict(ECO, dtype="float64", course={"length": 60.0, "lead_in": 55.0}, start_speed=5.0, time_budget=5.0,
+             ground={"hills_amplitude": 0.0, "n_bumps": 0}, reward_weights={"late": 0.0, "schedule": 1.0})
+
+
+def _coast(engine: str):
+    """The schedule and late terms of each step of one coasting episode on ``engine``, and the
+    final arc length and time."""
+    env = gym.make("Dyn4HumveeEco-v0", **dict(_LATE, engine=engine))
+    env.reset(seed=3)
+    sched, late = [], []
+    for t in range(1200):
+        _, _, term, trunc, info = env.step(np.array([0.0, 0.0, 0.0]))
+        sched.append(info["reward_terms"]["schedule"])
+        late.append(info["reward_terms"]["late"])
+        if term or trunc:
+            break
+    assert info["success"], "the coasting car must reach the end"
+    return np.array(sched), np.array(late), float(info["s"]), (t + 1) * 0.05
+
+
+def test_the_schedule_term_is_late_paid_as_the_car_falls_behind():
+    """``schedule`` telescopes: its steps sum to minus the target speed times the lateness at
+    arrival behind the uniform pace (rewards.behind), which is the late term's sum to within one
+    step; it is paid from the first step the car is behind, not only after the budget; and both
+    engines compute it alike."""
+    from dyn4_gym.envs.rewards import behind
+
+    sched, late, s_end, t_end = _coast("numba")
+    goal = 60.0 - 2.0
+    t_end, s_end = torch.tensor(t_end, dtype=torch.float64), torch.tensor(s_end, dtype=torch.float64)
+    expect = -10.0 * float(behind(t_end, s_end, 5.0, goal))
+    assert sched.sum() == pytest.approx(expect, abs=1e-9)
+    assert late.sum() < -10.0  # arrived late, so it is not a vacuous check
+    assert abs(sched.sum() - late.sum()) <= 0.5 + 1e-9  # one step's time at the target speed
+    first_late = int(np.argmax(late < 0))
+    assert (sched[:first_late] < 0).any()  # paid before the budget runs out
+    assert (sched <= 1e-12).all()  # coasting never gains on the pace
+    torch_sched, torch_late, _, _ = _coast("torch")
+    np.testing.assert_allclose(torch_sched, sched, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(torch_late, late)
+
+
+def test_the_schedule_term_has_a_gradient_to_drive_when_behind():
+    """Behind the pace, more throttle now is less lateness: the term's gradient through the plant
+    (torch engine, float64) is positive in the throttle and matches central differences."""
+    core = TaskCore(EnvConfig.from_dict(dict(_LATE, engine="torch")))
+
+    def total(throttle):
+        st = core.new_state(torch.tensor([3]), torch.zeros(1, dtype=torch.long))
+        out = 0.0
+        for _ in range(8):
+            a = torch.stack((torch.zeros(()), throttle, torch.zeros(()))).to(torch.float64)[None]
+            st, _, _, _, _, info = core.step(st, a)
+            out = out + info["reward_terms"]["schedule"][0]
+        return out
+
+    th = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(total(th), th)
+    h = 1e-5
+    with torch.no_grad():
+        fd = (total(th + h) - total(th - h)) / (2 * h)
+    assert float(g) > 0.0
+    assert float(g) == pytest.approx(float(fd), rel=1e-5)
+    # no budget, no schedule
+    core = TaskCore(EnvConfig.from_dict(dict(_LATE, engine="torch", time_budget=None)))
+    st = core.new_state(torch.tensor([3]), torch.zeros(1, dtype=torch.long))
+    st, _, _, _, _, info = core.step(st, torch.zeros(1, 3, dtype=torch.float64))
+    assert float(info["reward_terms"]["schedule"][0]) == 0.0

@@ -18,7 +18,8 @@ from ..plant.powertrain import HUMVEE_POWERTRAIN
 from .classical import PurePursuit
 from .evaluation import evaluate
 
-__all__ = ["ECO_TUNED_SCALE", "EcoResult", "constant_speed_policy", "litres_per_100km", "run_eco_baseline"]
+__all__ = ["ECO_TUNED_SCALE", "EcoResult", "constant_speed_policy", "counted_litres", "litres_per_100km",
+           "run_eco_baseline"]
 
 
 # the speed scale benchmarks/baselines.py chose on the validation courses (docs/eco_baseline.json,
@@ -44,12 +45,20 @@ def constant_speed_policy(cfg: EnvConfig, speed_scale: float = 1.0):
     return policy
 
 
+def counted_litres(arrival, litres, time_budget: float) -> np.ndarray:
+    """The eco task's metric per course: litres per 100 km where the car arrived within
+    ``time_budget`` [s], ``inf`` where it did not count (late, or never arrived)."""
+    arrival = np.asarray(arrival, dtype=np.float64)
+    return np.where(arrival <= time_budget, np.asarray(litres, dtype=np.float64), np.inf)
+
+
 @dataclass
 class EcoResult:
     arrival: np.ndarray  # [s] per seed (inf: did not finish)
     in_budget: np.ndarray  # bool: finished within the time budget
     litres_per_100km: np.ndarray  # fuel over the distance driven, per seed
     returns: np.ndarray
+    counted: np.ndarray  # the metric per seed: litres per 100 km in the budget, inf otherwise (counted_litres)
 
 
 def run_eco_baseline(seeds, speed_scale: float = 1.0, env_kwargs: dict | None = None, policy=None) -> EcoResult:
@@ -63,4 +72,4 @@ def run_eco_baseline(seeds, speed_scale: float = 1.0, env_kwargs: dict | None = 
     policy = constant_speed_policy(cfg, speed_scale) if policy is None else policy
     ev = evaluate(policy, kw, seeds=seeds)
     return EcoResult(arrival=ev.arrival, in_budget=ev.arrival <= cfg.time_budget, litres_per_100km=ev.litres,
-                     returns=ev.returns)
+                     returns=ev.returns, counted=counted_litres(ev.arrival, ev.litres, cfg.time_budget))

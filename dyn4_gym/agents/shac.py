@@ -68,6 +68,11 @@ class SHACConfig:
     betas: tuple = (0.9, 0.999)
     hidden: tuple = (64, 64)
     init_log_std: float = -1.0
+    # how the actor drives the pedals of action="driver" (Actor): "box", each pedal squashed into
+    # [0, 1] on its own (both start half pressed); "one", one longitudinal output for both, the
+    # throttle on its positive side and the brake on its negative (the policy starts coasting,
+    # and the pedals never press together). Either is the same for action="accel".
+    pedals: str = "box"
     critic: bool = True  # False: truncated BPTT ablation
     compile: bool = False  # torch.compile the env step with its backward (TaskCore.compiled_step)
     seed: int = 0
@@ -85,6 +90,8 @@ class SHACConfig:
                              f"got {self.hidden!r}")
         if not (isinstance(self.init_log_std, (int, float)) and -20.0 <= self.init_log_std <= 5.0):
             raise ValueError(f"SHACConfig.init_log_std must lie in [-20, 5], got {self.init_log_std!r}")
+        if self.pedals not in PEDALS:
+            raise ValueError(f"SHACConfig.pedals must be one of {PEDALS}, got {self.pedals!r}")
         if not (isinstance(self.seed, int) and 0 <= self.seed < 2**63):
             raise ValueError(f"SHACConfig.seed must be an int in [0, 2**63), got {self.seed!r}")
         if self.lr_decay_steps is not None and not (isinstance(self.lr_decay_steps, int) and self.lr_decay_steps >= 1):
@@ -110,6 +117,8 @@ def shac_published(budget: int, **overrides) -> SHACConfig:
     return SHACConfig(**{**dict(betas=(0.7, 0.95), lr_decay_steps=int(budget), num_envs=64, critic_iters=16),
                          **overrides})
 
+
+PEDALS = ("box", "one")  # SHACConfig.pedals
 
 # the largest sizes a config (and so a checkpoint) may ask for
 _SIZE_BOUNDS = dict(num_envs=2**18, horizon=10_000, critic_iters=1_000, critic_minibatches=4_096)
@@ -151,13 +160,22 @@ class RunningNorm(nn.Module):
 
 class Actor(nn.Module):
     """A Gaussian in a pre-``tanh`` space squashed into the action box ``[low, high]`` (one entry
-    per action: the env's action space, 2 for ``action="accel"``, 3 for ``"driver"``)."""
+    per action: the env's action space, 2 for ``action="accel"``, 3 for ``"driver"``).
 
-    def __init__(self, obs_dim: int, hidden, init_log_std: float, low=(-1.0, -1.0), high=(1.0, 1.0)):
+    With ``pedals="one"`` and the driver's box ``(steer, throttle, brake)``, the Gaussian has two
+    entries, steering and ``u``; ``tanh(u)`` presses the throttle where positive and the brake
+    where negative (``low + (high - low) max(+-tanh u, 0)``), so the mean starts at coasting,
+    not at both pedals half pressed (a car that stops under its brakes has no gradient to move).
+    """
+
+    def __init__(self, obs_dim: int, hidden, init_log_std: float, low=(-1.0, -1.0), high=(1.0, 1.0),
+                 pedals: str = "box"):
         super().__init__()
         n = len(low)
-        self.net = _mlp(obs_dim, hidden, n)
-        self.log_std = nn.Parameter(torch.full((n,), float(init_log_std)))
+        self.one_pedal = pedals == "one" and n == 3
+        n_out = 2 if self.one_pedal else n
+        self.net = _mlp(obs_dim, hidden, n_out)
+        self.log_std = nn.Parameter(torch.full((n_out,), float(init_log_std)))
         lo, hi = torch.as_tensor(low, dtype=torch.float32), torch.as_tensor(high, dtype=torch.float32)
         # the box's centre and half-width (0 and 1 for [-1, 1]: then exactly tanh); derived from
         # the env, so not saved (old checkpoints load as they are)
@@ -172,7 +190,13 @@ class Actor(nn.Module):
         if not deterministic:
             eps = torch.randn(mu.shape, generator=generator, dtype=mu.dtype, device=mu.device)
             mu = mu + self.log_std.exp() * eps
-        return self.loc + self.half_width * torch.tanh(mu)
+        y = torch.tanh(mu)
+        if self.one_pedal:
+            u = y[..., 1:2]
+            width = 2 * self.half_width[1:]
+            pedals = (self.loc[1:] - self.half_width[1:]) + width * torch.cat((u.clamp_min(0.0), (-u).clamp_min(0.0)), -1)
+            return torch.cat((self.loc[:1] + self.half_width[:1] * y[..., :1], pedals), -1)
+        return self.loc + self.half_width * y
 
 
 def _action_box(core) -> tuple[list, list]:
@@ -215,7 +239,8 @@ class SHAC:
         obs_dim = self.env.obs_dim
         self.device = dev = self.env.core.device  # networks and buffers live where the env does
         self.norm = RunningNorm(obs_dim).to(dev)
-        self.actor = Actor(obs_dim, config.hidden, config.init_log_std, *_action_box(self.env.core)).to(dev)
+        self.actor = Actor(obs_dim, config.hidden, config.init_log_std, *_action_box(self.env.core),
+                           pedals=config.pedals).to(dev)
         self.critic = Critic(obs_dim, config.hidden).to(dev)
         self.target = Critic(obs_dim, config.hidden).to(dev)
         self.target.load_state_dict(self.critic.state_dict())
@@ -419,7 +444,8 @@ class SHAC:
         d, config, env_kwargs = _read_checkpoint(path)
         try:
             core = TaskCore(EnvConfig.from_dict(env_kwargs))
-            actor = Actor(len(core.obs_names), config.hidden, config.init_log_std, *_action_box(core))
+            actor = Actor(len(core.obs_names), config.hidden, config.init_log_std, *_action_box(core),
+                          pedals=config.pedals)
             norm = RunningNorm(len(core.obs_names))
             actor.load_state_dict(d["actor"])
             norm.load_state_dict(d["norm"])

@@ -187,7 +187,7 @@ class NumbaEngine:
         before = {f: getattr(state, f).copy() for f in _STEPPED}
         try:
             obs, reward, info, flags = self._nt.step(self.task, state, actions, active)
-            extra = self._custom_terms(state, before["prev_action"], info, flags, reward, active)
+            extra = self._custom_terms(state, before, info, flags, reward, active)
         except BaseException:
             for f, a in before.items():
                 getattr(state, f)[...] = a
@@ -226,10 +226,14 @@ class NumbaEngine:
                     nonfinite=flag(FLAG.NONFINITE), progress=col(INFO.PROGRESS), distance=col(INFO.DISTANCE),
                     s=col(INFO.S), cross_track=col(INFO.CROSS_TRACK))
 
-    def _custom_terms(self, st, prev, info, flags, reward, active) -> dict:
-        """The non-built-in terms, in torch on the step's context; updates ``reward`` / ``info`` /
-        ``flags`` in place with the non-finite guard, as TaskCore.step does."""
+    def _custom_terms(self, st, before, info, flags, reward, active) -> dict:
+        """The non-built-in terms, in torch on the step's context (``before``: the stepped fields
+        at the step's start); updates ``reward`` / ``info`` / ``flags`` in place with the
+        non-finite guard, as TaskCore.step does."""
         core = self.core
+        prev = before["prev_action"]
+        c = core.cfg.course
+        goal = (st.course_xy.shape[1] - 1) * c.spacing - c.goal_margin
         t = torch.from_numpy
         books = {n: t(info[:, j]) for n, j in self._books.items()}
         failed = flags[:, FLAG.OUT_OF_CORRIDOR] | flags[:, FLAG.ROLLOVER] | flags[:, FLAG.NONFINITE]
@@ -242,7 +246,8 @@ class NumbaEngine:
                           pitch_rate=t(x[:, DYN4.THETAD]), failed=t(failed), success=t(flags[:, FLAG.SUCCESS]),
                           progress_cap=core.progress_cap(t(st.target_speed)), control_dt=core.hdt * core.n_sub,
                           elapsed=t(st.t * (core.hdt * core.n_sub)),  # the step's end: st.t already counts it
-                          time_budget=math.inf if core.cfg.time_budget is None else core.cfg.time_budget)
+                          time_budget=math.inf if core.cfg.time_budget is None else core.cfg.time_budget,
+                          s=t(info[:, INFO.S]), s_start=t(before["s"]), goal=goal)
         B = st.batch_size
         with torch.no_grad():
             extra = {n: _np(evaluate_term(n, term, ctx, B, torch.float64)) for n, term in self.task.custom.items()}

@@ -50,6 +50,9 @@ class StepContext:
     control_dt: float = 0.0  # [s] one env step
     elapsed: torch.Tensor | float = 0.0  # [s] since the episode's start, at the step's end
     time_budget: float = math.inf  # [s] EnvConfig.time_budget (inf: none)
+    s: torch.Tensor | float = 0.0  # [m] arc length along the course at the step's end
+    s_start: torch.Tensor | float = 0.0  # [m] arc length at the step's start
+    goal: float = math.inf  # [m] the arc length that finishes the course (length - goal_margin)
 
 
 @dataclass(frozen=True)
@@ -124,11 +127,32 @@ def late(c: StepContext) -> torch.Tensor:
     return torch.where(over, -(c.target_speed * c.control_dt), torch.zeros_like(c.progress))
 
 
+def behind(t, s, budget: float, goal: float):
+    """[s] how far a car at arc length ``s`` [m] at time ``t`` [s] is behind the uniform pace that
+    reaches ``goal`` [m] at ``budget`` [s]; 0 when on or ahead of it. At the goal it is the car's
+    lateness past the budget."""
+    return (t - s * (budget / goal)).clamp_min(0.0)
+
+
+def schedule(c: StepContext) -> torch.Tensor:
+    # the late term's cost, paid as the car falls behind instead of after the budget: minus the
+    # growth of behind() over the step at the time term's rate (target speed), so its steps sum to
+    # -target_speed x (lateness at arrival) (a potential-based form of late; docs/env.md)
+    if not math.isfinite(c.time_budget):
+        return torch.zeros_like(c.progress)
+    as_t = lambda v: torch.as_tensor(v, dtype=c.progress.dtype, device=c.progress.device)  # noqa: E731
+    t1 = as_t(c.elapsed)
+    grow = behind(t1, as_t(c.s), c.time_budget, c.goal) - behind(t1 - c.control_dt, as_t(c.s_start), c.time_budget,
+                                                                 c.goal)
+    return -c.target_speed * grow
+
+
 # module-level functions, so envs (and their terms) pickle for subprocess vector envs; their
 # names, order, docs and default weights are the model layer's (model/task.py)
 _FUNCTIONS = {"progress": progress, "speed": speed, "cross_track": cross_track, "heading": heading, "energy": energy,
               "fuel": fuel, "tire_slip": tire_slip, "damper": damper, "comfort": comfort, "action_rate": action_rate,
-              "termination": termination, "time": time, "late": late}
+              "termination": termination, "time": time, "late": late,
+              "schedule": schedule}
 REWARD_TERMS: dict[str, RewardTerm] = {name: RewardTerm(name, _FUNCTIONS[name], doc)
                                        for name, _, doc in REWARD_TERM_TABLE}
 # the built-ins as shipped (the numba engine computes these in its kernel; see engine/numba_task.py)
