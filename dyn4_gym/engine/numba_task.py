@@ -307,7 +307,7 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
     spacing, half_width, goal_margin = C[SC.SPACING], C[SC.HALF_WIDTH], C[SC.GOAL_MARGIN]
     roll_limit, episode_steps, cap = C[SC.ROLL_LIMIT], C[SC.EPISODE_STEPS], C[SC.CAP]
     n = CXY.shape[1]
-    length = (n - 1) * spacing
+    goal = (n - 1) * spacing - goal_margin  # [m] the arc length that finishes the course
     for b in prange(X.shape[0]):
         info, flags = INFOS[b], FLAGS[b]
         P = PP[b]  # the row's parameters
@@ -396,7 +396,7 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
                 if driver:
                     for k in range(N_PT_LINES):
                         ptb[k] += pbk[k]
-        success = s_prev >= length - goal_margin
+        success = s_prev >= goal
         failed = out or rolled or nonfinite
         terminated = failed or success
         TT[b] += 1
@@ -405,7 +405,7 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
         vt = VT[b]
         terms = info[_TERMS0:_TERMS0 + _NT]
         terms_row(terms, progress, cap * vt, hdt * n_sub, TT[b] * (hdt * n_sub), C[SC.BUDGET], SS[b], s_prev,
-                  length - goal_margin, cur[S.VX], vt, e, half_width, he, books, ptb, driver, weight, cur[S.PHID],
+                  goal, cur[S.VX], vt, e, half_width, he, books, ptb, driver, weight, cur[S.PHID],
                   cur[S.THETAD], a0, a1, a2, PREV[b], failed)
         reward = 0.0
         for k in range(_NT):

@@ -317,7 +317,8 @@ class TaskCore:
         x, pt, idx, s_prev, e, th, (progress, distance, out, rolled, books) = carry
         B = x.shape[0]
         length = (state.course_xy.shape[1] - 1) * cfg.course.spacing
-        success = s_prev >= length - cfg.course.goal_margin
+        goal = length - cfg.course.goal_margin  # [m] the arc length that finishes the course
+        success = s_prev >= goal
         failed = out | rolled | nonfinite
         terminated = failed | (success & ~failed)
         t = state.t + 1
@@ -332,7 +333,7 @@ class TaskCore:
                           control_dt=self.hdt * self.n_sub,  # as the kernel takes it
                           elapsed=t.to(self.dtype) * (self.hdt * self.n_sub),
                           time_budget=math.inf if cfg.time_budget is None else cfg.time_budget,
-                          s=s_prev, s_start=state.s, goal=length - cfg.course.goal_margin)
+                          s=s_prev, s_start=state.s, goal=goal)
         terms = {name: evaluate_term(name, term, ctx, B, self.dtype) for name, term in self.terms.items()}
         reward = sum(self.weights[name] * v for name, v in terms.items())
         # rewards are finite by construction: a non-finite state or reward ends the episode with
