@@ -17,7 +17,8 @@ Each has a ``-v0`` twin whose progress term is not capped at the target speed
   the friction ahead in the observation, a reward of metres along the course less the time.
 - ``Dyn4HumveeEco-v0``: fuel at a time budget (issue 23; docs/env.md, "The eco task"): the
   powertrain over hills, a reward of minus the fuel (and half the progress), and a cost for each
-  step past the budget.
+  step past the budget. ``Dyn4HumveeEco-v1`` is the same task that also observes the clock: the
+  time left and the lead over the pace that arrives at the budget (``observe_clock``).
 """
 
 __version__ = "0.1.0"
@@ -79,6 +80,7 @@ def _register() -> None:
              for v, extra in (("v0", {"progress_cap": None}), ("v1", {}))}
     specs["Dyn4HumveeRace-v0"] = dict(RACE)
     specs["Dyn4HumveeEco-v0"] = dict(ECO)
+    specs["Dyn4HumveeEco-v1"] = dict(ECO, observe_clock=True)
     for env_id, kwargs in specs.items():
         if env_id in registry:
             continue

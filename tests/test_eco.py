@@ -1,6 +1,8 @@
 """Issue 23: the eco task (``Dyn4HumveeEco-v0``) and its classical baseline, pure pursuit on the
 pedals at the constant speed the time budget needs (dyn4_gym/agents/eco.py)."""
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -109,20 +111,22 @@ _LATE = dict(ECO, dtype="float64", course={"length": 60.0, "lead_in": 55.0}, sta
              ground={"hills_amplitude": 0.0, "n_bumps": 0}, reward_weights={"late": 0.0, "schedule": 1.0})
 
 
-def _coast(engine: str):
-    """The schedule and late terms of each step of one coasting episode on ``engine``, and the
-    final arc length and time."""
-    env = gym.make("Dyn4HumveeEco-v0", **dict(_LATE, engine=engine))
-    env.reset(seed=3)
-    sched, late = [], []
+def _coast(engine: str, env_id: str = "Dyn4HumveeEco-v0"):
+    """The schedule and late terms of each step of one coasting episode on ``engine``, the final
+    arc length and time, and the observations (the first the reset's) and arc lengths."""
+    env = gym.make(env_id, **dict(_LATE, engine=engine))
+    obs, _ = env.reset(seed=3)
+    sched, late, seen, s = [], [], [obs], [float(env.unwrapped._runner.core.start_index()[2])]
     for t in range(1200):
-        _, _, term, trunc, info = env.step(np.array([0.0, 0.0, 0.0]))
+        obs, _, term, trunc, info = env.step(np.array([0.0, 0.0, 0.0]))
         sched.append(info["reward_terms"]["schedule"])
         late.append(info["reward_terms"]["late"])
+        seen.append(obs)
+        s.append(float(info["s"]))
         if term or trunc:
             break
     assert info["success"], "the coasting car must reach the end"
-    return np.array(sched), np.array(late), float(info["s"]), (t + 1) * 0.05
+    return np.array(sched), np.array(late), float(info["s"]), (t + 1) * 0.05, np.array(seen), np.array(s)
 
 
 def test_the_schedule_term_is_late_paid_as_the_car_falls_behind():
@@ -132,7 +136,7 @@ def test_the_schedule_term_is_late_paid_as_the_car_falls_behind():
     engines compute it alike."""
     from dyn4_gym.envs.rewards import behind
 
-    sched, late, s_end, t_end = _coast("numba")
+    sched, late, s_end, t_end, _, _ = _coast("numba")
     goal = 60.0 - 2.0
     t_end, s_end = torch.tensor(t_end, dtype=torch.float64), torch.tensor(s_end, dtype=torch.float64)
     expect = -10.0 * float(behind(t_end, s_end, 5.0, goal))
@@ -142,9 +146,38 @@ def test_the_schedule_term_is_late_paid_as_the_car_falls_behind():
     first_late = int(np.argmax(late < 0))
     assert (sched[:first_late] < 0).any()  # paid before the budget runs out
     assert (sched <= 1e-12).all()  # coasting never gains on the pace
-    torch_sched, torch_late, _, _ = _coast("torch")
+    torch_sched, torch_late, _, _, _, _ = _coast("torch")
     np.testing.assert_allclose(torch_sched, sched, rtol=0, atol=1e-9)
     np.testing.assert_array_equal(torch_late, late)
+
+
+@pytest.mark.parametrize("engine", ["numba", "torch"])
+def test_eco_v1_observes_the_clock_the_schedule_term_pays_on(engine):
+    """``Dyn4HumveeEco-v1`` (``observe_clock``) observes the time left to the budget and the lead
+    over the uniform pace, which is minus the schedule term's ``behind`` when behind: so each
+    step's schedule cost is the target speed times the fall of the observed lead (float32
+    rounding), and the observation is the same as -v0's otherwise."""
+    sched, _, _, t_end, obs, s = _coast(engine, "Dyn4HumveeEco-v1")
+    names = gym.make("Dyn4HumveeEco-v1").unwrapped._runner.core.obs_names
+    assert names[:-2] == gym.make("Dyn4HumveeEco-v0").unwrapped._runner.core.obs_names
+    t = np.arange(len(obs)) * 0.05
+    time_left, lead = obs[:, names.index("time_left")] * 10.0, obs[:, names.index("lead")] * 5.0
+    np.testing.assert_allclose(time_left, 5.0 - t, atol=1e-5)
+    np.testing.assert_allclose(lead, s * (5.0 / 58.0) - t, atol=1e-5)
+    assert lead[-1] < -5.0 and time_left[-1] < 0  # late at arrival, past the budget: not clipped
+    lag = np.maximum(-lead.astype(np.float64), 0.0)
+    np.testing.assert_allclose(sched, -10.0 * np.diff(lag), atol=1e-4)
+    v0 = _coast(engine)[4]
+    np.testing.assert_array_equal(v0, obs[:, :-2])
+
+
+def test_the_clock_needs_a_budget():
+    with pytest.raises(ConfigError, match="observe_clock needs a time_budget"):
+        EnvConfig.from_dict(dict(ECO, time_budget=None, observe_clock=True))
+    with pytest.raises(ConfigError, match="observe_clock has the wrong type"):
+        EnvConfig.from_dict(dict(ECO, observe_clock=1))
+    with pytest.raises(ConfigError, match="observe_clock must be true or false"):  # a config built directly
+        dataclasses.replace(EnvConfig.from_dict(ECO), observe_clock=1).validate()
 
 
 def test_the_schedule_term_has_a_gradient_to_drive_when_behind():

@@ -39,7 +39,10 @@ TASKS = {"default": {}, "flat": {"ground": dict(dyn4_gym.FLAT_GROUND)},
          "race": {k: v for k, v in dyn4_gym.RACE.items() if k != "engine"},
          # the eco task: its time budget (the late term), driven through the powertrain below
          "eco": {k: v for k, v in dyn4_gym.ECO.items() if k not in ("engine", "action", "time_budget")}
-         | {"time_budget": 5.0}}
+         | {"time_budget": 5.0},
+         # its -v1: the clock observed too (time left, lead over the pace), past the budget as well
+         "eco_clock": {k: v for k, v in dyn4_gym.ECO.items() if k not in ("engine", "action", "time_budget")}
+         | {"time_budget": 5.0, "observe_clock": True}}
 
 
 def _rel(a, b):
@@ -97,7 +100,7 @@ DRIVER_LINES = ("supplied", "dissipated", "tire", "residual", "fuel", "powertrai
 DRIVER_TERMS = ("progress", "speed", "energy", "fuel", "action_rate", "termination", "late")
 
 
-@pytest.mark.parametrize("task", ["default", "flat", "race", "eco"])
+@pytest.mark.parametrize("task", ["default", "flat", "race", "eco", "eco_clock"])
 def test_driver_variant_is_the_same_on_both_engines(task):
     """``action="driver"`` (the powertrain in the kernel), fuel weighted: 600 steps, 4 rows, resets."""
     kw = dict(TASKS[task], action="driver", dtype="float64", episode_steps=150, reward_weights={"fuel": 1.0})

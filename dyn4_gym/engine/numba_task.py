@@ -249,11 +249,14 @@ def _wrap(a):
 
 
 @njit(cache=True, error_model="numpy")
-def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, ahead, scales, cols, spacing, T, W, out):
+def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, elapsed, budget, goal, ahead, scales, cols, spacing, T, W,
+                 out):
     """TaskCore.observe for row ``b`` into ``out (len(cols),)`` (float32): the entries ``cols``
     (model.task.OBS indices, in order; ``scales`` theirs) of every entry the task can observe:
-    with the powertrain's engine speed and gear (``action="driver"``, ``pts`` its state), and the
-    ground's friction at the preview points (``course.preview_friction``, sampled on ``T``).
+    with the powertrain's engine speed and gear (``action="driver"``, ``pts`` its state), the clock
+    (``elapsed`` [s] against the ``budget`` [s] and the ``goal``'s arc length [m];
+    ``observe_clock``), and the ground's friction at the preview points
+    (``course.preview_friction``, sampled on ``T``).
     ``W[MU..SBY]`` hold the ground at ``x`` (the step's last books, or :func:`ground_under_row`)."""
     loads_row(x, P, passive, W)
     _, _, e, th = _project(CXY, CH, b, idx, x[S.X], x[S.Y], spacing)
@@ -281,6 +284,8 @@ def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, ahead, scales, cols
         if cols[no - 1] >= OBS.PREVIEW0_MU:  # the friction entries come last when observed
             raw[OBS.PREVIEW0_MU + k] = friction_point(b, qx, qy, T)
     raw[OBS.ENGINE_SPEED], raw[OBS.GEAR] = pts[PT.OMEGA_E] * RPM, pts[PT.GEAR]
+    if math.isfinite(budget):  # the clock (model.task.OBS_CLOCK)
+        raw[OBS.TIME_LEFT], raw[OBS.LEAD] = budget - elapsed, s * (budget / goal) - elapsed
     for j in range(no):
         i = cols[j]
         v = raw[i] / (P[PK.DELTA_MAX] if i == OBS.STEER else scales[j])  # the steer entry: the row's own max steer
@@ -289,13 +294,15 @@ def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, ahead, scales, cols
         out[j] = min(max(v, -OBS_CLIP), OBS_CLIP)
 
 
-def _observe_py(rows, PP, grade, passive, T, CXY, CH, X, PTS, IDX, SS, VT, ahead, scales, cols, spacing, OUT):
+def _observe_py(rows, PP, grade, passive, T, C, dt, CXY, CH, X, PTS, IDX, SS, TT, VT, ahead, scales, cols, OUT):
+    spacing, budget = C[SC.SPACING], C[SC.BUDGET]
+    goal = (CXY.shape[1] - 1) * spacing - C[SC.GOAL_MARGIN]  # [m] as the step's
     for r in prange(rows.shape[0]):
         b = rows[r]
         W = np.empty((N_SCRATCH, 4))
         ground_under_row(b, X[b, S.X], X[b, S.Y], X[b, S.PSI], PP[b], passive or grade, T, W)
-        _observe_row(b, X[b], PTS[b], PP[b], passive, CXY, CH, IDX[b], SS[b], VT[b], ahead, scales, cols, spacing, T, W,
-                     OUT[r])
+        _observe_row(b, X[b], PTS[b], PP[b], passive, CXY, CH, IDX[b], SS[b], VT[b], TT[b] * dt, budget, goal, ahead,
+                     scales, cols, spacing, T, W, OUT[r])
 
 
 # ------------------------------------------------------------------------------------------- step
@@ -428,7 +435,8 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
             PREV[b, ACT.BRAKE] = a2
         for i in range(N_PT):
             PTS[b, i] = scur[i]
-        _observe_row(b, cur, scur, P, passive, CXY, CH, idx, s_prev, vt, ahead, scales, cols, spacing, T, W, OUT[b])
+        _observe_row(b, cur, scur, P, passive, CXY, CH, idx, s_prev, vt, TT[b] * (hdt * n_sub), C[SC.BUDGET], goal,
+                     ahead, scales, cols, spacing, T, W, OUT[b])
 
 
 # ------------------------------------------------------------------------------- the reward terms
@@ -579,8 +587,9 @@ def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
     rows = np.arange(st.batch_size) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     check_rows("observe", rows, st.batch_size)
     obs = np.empty((rows.size, k.n_obs), dtype=np.float32)
-    _kernel(k, "observe", rows.size)(rows, st.P, k.grade, k.passive, st.terrain, st.course_xy, st.course_heading, st.x,
-                                  st.pt, st.idx, st.s, st.target_speed, k.ahead, k.scales, k.cols, k.spacing, obs)
+    _kernel(k, "observe", rows.size)(rows, st.P, k.grade, k.passive, st.terrain, k.step_consts, k.hdt * k.n_sub,
+                                  st.course_xy, st.course_heading, st.x, st.pt, st.idx, st.s, st.t, st.target_speed,
+                                  k.ahead, k.scales, k.cols, obs)
     return obs
 
 

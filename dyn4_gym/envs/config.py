@@ -136,6 +136,9 @@ class EnvConfig:
     # [s] the arrival's time budget: the "late" reward term costs every step that ends past it
     # (the eco task); None: no budget (0, 1e5]
     time_budget: float | None = None
+    # also observe the clock against that budget: the time left and the lead over the uniform pace
+    # that reaches the goal at the budget (docs/env.md, "Observation"; the eco task's -v1)
+    observe_clock: bool = False
     reward_weights: dict = field(default_factory=dict)  # overrides of the default weights, by term name, each [0, 1e4]
     reward_terms: tuple = ()  # extra RewardTerm objects (users' own terms; not named like a built-in)
     dtype: str = "float32"  # "float32" or "float64"
@@ -173,6 +176,10 @@ class EnvConfig:
         check_range(f"{path}.roll_limit", self.roll_limit, 0.0, 1.5, lo_open=True)
         if self.time_budget is not None:
             check_range(f"{path}.time_budget", self.time_budget, 0.0, 1e5, lo_open=True)
+        if not isinstance(self.observe_clock, bool):
+            raise ConfigError(f"{path}.observe_clock must be true or false, got {self.observe_clock!r}")
+        if self.observe_clock and self.time_budget is None:
+            raise ConfigError(f"{path}.observe_clock needs a time_budget to observe the clock against")
         if not isinstance(self.preset, str) or self.preset not in PRESETS:
             raise ConfigError(f"{path}.preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
         validate_vehicle(self.vehicle, f"{path}.vehicle")

@@ -90,7 +90,7 @@ class TaskCore:
         self.terrain_kind = TERRAIN_KINDS[cfg.ground.kind]
         self._ahead = torch.tensor(cfg.course.preview, dtype=self.dtype, device=self.device)
         self.driver = cfg.action == "driver"
-        self.obs_names = obs_names(self.driver, cfg.course.preview_friction)
+        self.obs_names = obs_names(self.driver, cfg.course.preview_friction, cfg.observe_clock)
         # the action box: (steer, accel) in [-1, 1]^2, or (steer, throttle, brake) in [-1, 1] x [0, 1]^2
         low = [-1.0, 0.0, 0.0] if self.driver else [-1.0, -1.0]
         self._act_low = torch.tensor(low, dtype=self.dtype, device=self.device)
@@ -207,6 +207,11 @@ class TaskCore:
         """Rows of ``new`` where ``mask (B,)``, of ``old`` elsewhere (a select, never in place)."""
         return select_rows(mask, new, old)
 
+    def goal(self, state: TaskState) -> float:
+        """[m] The arc length that finishes the course (its length less ``course.goal_margin``);
+        the Numba step kernel computes the same from the course's points."""
+        return (state.course_xy.shape[1] - 1) * self.cfg.course.spacing - self.cfg.course.goal_margin
+
     # ------------------------------------------------------------------ observation
     def observe(self, state: TaskState) -> torch.Tensor:
         """The observation ``(B, len(obs_names))`` (``OBS_TABLE_ALL``'s entries this env observes,
@@ -227,6 +232,9 @@ class TaskCore:
                       engine_speed=state.pt[:, PT.OMEGA_E] * (30.0 / torch.pi), gear=state.pt[:, PT.GEAR])
         for k in range(bx.shape[1]):
             values[f"preview{k}_x"], values[f"preview{k}_y"] = bx[:, k], by[:, k]
+        if self.cfg.observe_clock:  # the clock against the budget (model.task.OBS_CLOCK)
+            budget, elapsed = self.cfg.time_budget, state.t.to(x.dtype) * (self.hdt * self.n_sub)
+            values.update(time_left=budget - elapsed, lead=state.s * (budget / self.goal(state)) - elapsed)
         if self.cfg.course.preview_friction:  # the ground's friction at the preview points
             mu_ahead = state.terrain(pts)[0]
             for k in range(bx.shape[1]):
@@ -316,8 +324,7 @@ class TaskCore:
         cfg = self.cfg
         x, pt, idx, s_prev, e, th, (progress, distance, out, rolled, books) = carry
         B = x.shape[0]
-        length = (state.course_xy.shape[1] - 1) * cfg.course.spacing
-        goal = length - cfg.course.goal_margin  # [m] the arc length that finishes the course
+        goal = self.goal(state)
         success = s_prev >= goal
         failed = out | rolled | nonfinite
         terminated = failed | (success & ~failed)

@@ -232,8 +232,6 @@ class NumbaEngine:
         non-finite guard, as TaskCore.step does."""
         core = self.core
         prev = before["prev_action"]
-        c = core.cfg.course
-        goal = (st.course_xy.shape[1] - 1) * c.spacing - c.goal_margin
         t = torch.from_numpy
         books = {n: t(info[:, j]) for n, j in self._books.items()}
         failed = flags[:, FLAG.OUT_OF_CORRIDOR] | flags[:, FLAG.ROLLOVER] | flags[:, FLAG.NONFINITE]
@@ -247,7 +245,7 @@ class NumbaEngine:
                           progress_cap=core.progress_cap(t(st.target_speed)), control_dt=core.hdt * core.n_sub,
                           elapsed=t(st.t * (core.hdt * core.n_sub)),  # the step's end: st.t already counts it
                           time_budget=math.inf if core.cfg.time_budget is None else core.cfg.time_budget,
-                          s=t(info[:, INFO.S]), s_start=t(before["s"]), goal=goal)
+                          s=t(info[:, INFO.S]), s_start=t(before["s"]), goal=core.goal(st))
         B = st.batch_size
         with torch.no_grad():
             extra = {n: _np(evaluate_term(n, term, ctx, B, torch.float64)) for n, term in self.task.custom.items()}

@@ -11,7 +11,7 @@ from enum import IntEnum
 
 from .books import BOOK_LINES, POWERTRAIN_LINES
 
-__all__ = ["ACT", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_TABLE_ALL", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_INDEX", "OBS",
+__all__ = ["ACT", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_TABLE_ALL", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_CLOCK", "OBS_INDEX", "OBS",
            "N_PREVIEW", "obs_names", "obs_scale", "REWARD_TERM_TABLE", "TERM_ORDER", "TERM", "DEFAULT_WEIGHTS", "TASK_INFO", "INFO_COLUMNS",
            "INFO", "FLAG_COLUMNS", "FLAG"]
 
@@ -42,9 +42,14 @@ OBS_TABLE = (
 ) + tuple((f"preview{k}_{c}", "m", 20.0) for k in range(N_PREVIEW) for c in ("x", "y"))
 # the driver variant also observes the powertrain (its state is part of the Markov state)
 OBS_TABLE_DRIVER = OBS_TABLE + (("engine_speed", "rpm", 1000.0), ("gear", "-", 1.0))
+# the clock against the time budget (EnvConfig.observe_clock: the eco task's -v1, whose reward
+# depends on the time, so a policy that cannot see it cannot tell early from late): the time
+# left to the budget, and the lead over the uniform pace that reaches the goal at the budget
+# (s T / s_goal - t; negative when behind: minus the schedule term's "behind")
+OBS_CLOCK = (("time_left", "s", 10.0), ("lead", "s", 5.0))
 # the ground's friction at the preview points (course.preview_friction: the race task, where a
-# policy must see a slippery patch before it reaches it)
-OBS_TABLE_ALL = OBS_TABLE_DRIVER + tuple((f"preview{k}_mu", "-", 1.0) for k in range(N_PREVIEW))
+# policy must see a slippery patch before it reaches it); they come last when observed
+OBS_TABLE_ALL = OBS_TABLE_DRIVER + OBS_CLOCK + tuple((f"preview{k}_mu", "-", 1.0) for k in range(N_PREVIEW))
 OBS_NAMES = tuple(o[0] for o in OBS_TABLE)
 OBS_NAMES_DRIVER = tuple(o[0] for o in OBS_TABLE_DRIVER)
 OBS_INDEX = {name: i for i, name in enumerate(o[0] for o in OBS_TABLE_ALL)}
@@ -53,10 +58,12 @@ OBS.__doc__ = ("Indices of every observation entry (OBS_TABLE_ALL order); an env
                "(obs_names).")
 
 
-def obs_names(driver: bool, friction: bool) -> tuple:
+def obs_names(driver: bool, friction: bool, clock: bool = False) -> tuple:
     """The names an env observes, in order: ``OBS_TABLE``'s, the powertrain's two with
-    ``action="driver"``, the preview points' friction with ``course.preview_friction``."""
+    ``action="driver"``, the clock's two with ``observe_clock``, the preview points' friction with
+    ``course.preview_friction``."""
     names = OBS_NAMES_DRIVER if driver else OBS_NAMES
+    names += tuple(o[0] for o in OBS_CLOCK) if clock else ()
     return names + (tuple(f"preview{k}_mu" for k in range(N_PREVIEW)) if friction else ())
 
 
