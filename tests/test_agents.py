@@ -114,6 +114,19 @@ def test_the_published_schedule_sets_adam_and_decays_to_zero(tmp_path):
             SHACConfig(betas=bad).validate()
 
 
+def _driver_agent_trains_saves_and_loads(pedals: str, tmp_path):
+    """A SHAC agent with ``pedals`` on the driver's action: one iteration, then its checkpoint's
+    policy acts as the agent does."""
+    agent = SHAC(SHACConfig(num_envs=4, horizon=8, critic_iters=1, pedals=pedals), dict(SMALL, action="driver"))
+    agent.train(iterations=1, log=None)
+    path = tmp_path / f"{pedals}.pt"
+    agent.save(str(path))
+    policy, _ = SHAC.load_policy(str(path))
+    obs = torch.randn(3, agent.actor.net[0].in_features, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(policy(obs), agent.policy(obs))
+    return agent
+
+
 def test_one_pedal_actor_starts_coasting_and_never_presses_both_pedals(tmp_path):
     """``pedals="one"`` on the driver's box: two Gaussian entries, the throttle on ``tanh u``'s
     positive side and the brake on its negative, within [0, 1] and never both; the untrained mean
@@ -135,16 +148,41 @@ def test_one_pedal_actor_starts_coasting_and_never_presses_both_pedals(tmp_path)
     # the same as "box" on the two-entry accel box
     acc = Actor(4, (8,), -1.0, pedals="one")
     assert not acc.one_pedal and acc.log_std.shape == (2,)
-    driver = dict(SMALL, action="driver")
-    agent = SHAC(SHACConfig(num_envs=4, horizon=8, critic_iters=1, pedals="one"), driver)
-    agent.train(iterations=1, log=None)
-    path = tmp_path / "one.pt"
-    agent.save(str(path))
-    policy, _ = SHAC.load_policy(str(path))
-    obs = torch.zeros(3, agent.actor.net[0].in_features)
-    assert torch.equal(policy(obs), agent.policy(obs))
+    _driver_agent_trains_saves_and_loads("one", tmp_path)
     with pytest.raises(ValueError, match="pedals"):
         SHACConfig(pedals="two").validate()
+
+
+def test_symmetric_pedals_brake_as_hard_as_they_drive_near_coasting(tmp_path):
+    """``pedals="symmetric"``: the brake's side bent so that at coasting its slope, in the spec's
+    deceleration, equals the throttle's in drive (zero-mean noise on ``u`` neither speeds nor
+    slows the car to first order); full braking is still reached; the pedals never press
+    together; the agent derives the ratio from the car and saves and loads it."""
+    from dyn4_gym.agents.shac import Actor, _brake_ratio
+
+    r = 3.0 / 13.2
+    sym = Actor(4, (8,), -1.0, (-1.0, 0.0, 0.0), (1.0, 1.0, 1.0), pedals="symmetric", brake_ratio=r)
+    with torch.no_grad():
+        sym.net[-1].weight.zero_()
+    pedals = {}
+    for u in (-1e-4, 1e-4, -50.0):
+        with torch.no_grad():
+            sym.net[-1].bias.copy_(torch.tensor([0.0, u]))
+        pedals[u] = sym(torch.zeros(1, 4), deterministic=True)[0].double()
+    assert pedals[1e-4][2] == 0 and pedals[-1e-4][1] == 0
+    drive_slope, brake_slope = 3.0 * pedals[1e-4][1] / 1e-4, 13.2 * pedals[-1e-4][2] / 1e-4
+    assert float(brake_slope) == pytest.approx(float(drive_slope), rel=1e-3)
+    assert float(pedals[-50.0][2]) == pytest.approx(1.0, abs=1e-6)
+    # zero-mean noise at coasting: the mean drive and brake decelerations nearly cancel (with "one"
+    # the brake's is 4.4x the drive's)
+    z = torch.zeros(20000, 4)
+    with torch.no_grad():
+        sym.net[-1].bias.zero_()
+        sym.log_std.fill_(-3.0)
+    a = sym(z, generator=torch.Generator().manual_seed(0)).double()
+    assert float(13.2 * a[:, 2].mean() / (3.0 * a[:, 1].mean())) == pytest.approx(1.0, abs=0.05)
+    agent = _driver_agent_trains_saves_and_loads("symmetric", tmp_path)
+    assert agent.actor.brake_ratio == pytest.approx(_brake_ratio(agent.env.core)) and 0 < agent.actor.brake_ratio < 1
 
 
 def test_env_step_budget_is_machine_independent():

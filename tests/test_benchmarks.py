@@ -168,7 +168,8 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     train, task = lb.env_kwargs_of("eco", 0.0, train=True), lb.env_kwargs_of("eco", 0.0)
     assert {k: v for k, v in train.items() if k != "reward_weights"} == {k: v for k, v in task.items()
                                                                          if k != "reward_weights"}
-    assert (train["reward_weights"]["schedule"], train["reward_weights"]["late"]) == (1.0, 0.0)
+    assert (train["reward_weights"]["schedule"], train["reward_weights"]["late"]) == (5.0, 0.0)
     assert (task["reward_weights"]["schedule"], task["reward_weights"]["late"]) == (0.0, 1.0)
     assert lb.env_kwargs_of("race", 0.0, train=True) == lb.env_kwargs_of("race", 0.0)
-    assert lb.make_run("shac", "eco", 0, 0.0, compile=False, budget=64).agent.config.pedals == "one"
+    shac = lb.make_run("shac", "eco", 0, 0.0, compile=False, budget=64).agent.config
+    assert (shac.pedals, shac.init_log_std) == ("symmetric", -2.0)

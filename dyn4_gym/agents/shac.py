@@ -71,7 +71,10 @@ class SHACConfig:
     # how the actor drives the pedals of action="driver" (Actor): "box", each pedal squashed into
     # [0, 1] on its own (both start half pressed); "one", one longitudinal output for both, the
     # throttle on its positive side and the brake on its negative (the policy starts coasting,
-    # and the pedals never press together). Either is the same for action="accel".
+    # and the pedals never press together); "symmetric", the same with the brake's side scaled so
+    # that near coasting a step of the output is as much braking as driving (the spec's largest
+    # drive over its largest brake deceleration; Actor), so training noise does not brake more
+    # than it drives. All are the same for action="accel".
     pedals: str = "box"
     critic: bool = True  # False: truncated BPTT ablation
     compile: bool = False  # torch.compile the env step with its backward (TaskCore.compiled_step)
@@ -118,7 +121,7 @@ def shac_published(budget: int, **overrides) -> SHACConfig:
                          **overrides})
 
 
-PEDALS = ("box", "one")  # SHACConfig.pedals
+PEDALS = ("box", "one", "symmetric")  # SHACConfig.pedals
 
 # the largest sizes a config (and so a checkpoint) may ask for
 _SIZE_BOUNDS = dict(num_envs=2**18, horizon=10_000, critic_iters=1_000, critic_minibatches=4_096)
@@ -166,13 +169,21 @@ class Actor(nn.Module):
     entries, steering and ``u``; ``tanh(u)`` presses the throttle where positive and the brake
     where negative (``low + (high - low) max(+-tanh u, 0)``), so the mean starts at coasting,
     not at both pedals half pressed (a car that stops under its brakes has no gradient to move).
+
+    ``pedals="symmetric"`` bends the brake's side: with ``w = max(-tanh u, 0)`` the brake is
+    ``r w + (1 - r) w^3``, ``r = brake_ratio`` (the spec's largest drive over its largest brake
+    deceleration, 3.0 / 13.2 for the Humvee), so near coasting the brake's slope in deceleration
+    equals the throttle's in drive and zero-mean noise on ``u`` does not slow the car on average
+    (with ``"one"`` it brakes about 4x harder than it drives, so a policy trained under noise
+    learns to press harder than its deterministic self needs); full braking is still reached.
     """
 
     def __init__(self, obs_dim: int, hidden, init_log_std: float, low=(-1.0, -1.0), high=(1.0, 1.0),
-                 pedals: str = "box"):
+                 pedals: str = "box", brake_ratio: float = 1.0):
         super().__init__()
         n = len(low)
-        self.one_pedal = pedals == "one" and n == 3
+        self.one_pedal = pedals in ("one", "symmetric") and n == 3
+        self.brake_ratio = float(brake_ratio) if pedals == "symmetric" else 1.0
         n_out = 2 if self.one_pedal else n
         self.net = _mlp(obs_dim, hidden, n_out)
         self.log_std = nn.Parameter(torch.full((n_out,), float(init_log_std)))
@@ -194,9 +205,18 @@ class Actor(nn.Module):
         if self.one_pedal:
             u = y[..., 1:2]
             width = 2 * self.half_width[1:]
-            pedals = (self.loc[1:] - self.half_width[1:]) + width * torch.cat((u.clamp_min(0.0), (-u).clamp_min(0.0)), -1)
+            w = (-u).clamp_min(0.0)
+            if self.brake_ratio != 1.0:
+                w = self.brake_ratio * w + (1.0 - self.brake_ratio) * w ** 3
+            pedals = (self.loc[1:] - self.half_width[1:]) + width * torch.cat((u.clamp_min(0.0), w), -1)
             return torch.cat((self.loc[:1] + self.half_width[:1] * y[..., :1], pedals), -1)
         return self.loc + self.half_width * y
+
+
+def _brake_ratio(core) -> float:
+    """The spec's largest drive acceleration over its largest brake deceleration (Actor's
+    ``pedals="symmetric"``)."""
+    return float(core.p.a_drive / core.p.a_brake)
 
 
 def _action_box(core) -> tuple[list, list]:
@@ -240,7 +260,7 @@ class SHAC:
         self.device = dev = self.env.core.device  # networks and buffers live where the env does
         self.norm = RunningNorm(obs_dim).to(dev)
         self.actor = Actor(obs_dim, config.hidden, config.init_log_std, *_action_box(self.env.core),
-                           pedals=config.pedals).to(dev)
+                           pedals=config.pedals, brake_ratio=_brake_ratio(self.env.core)).to(dev)
         self.critic = Critic(obs_dim, config.hidden).to(dev)
         self.target = Critic(obs_dim, config.hidden).to(dev)
         self.target.load_state_dict(self.critic.state_dict())
@@ -445,7 +465,7 @@ class SHAC:
         try:
             core = TaskCore(EnvConfig.from_dict(env_kwargs))
             actor = Actor(len(core.obs_names), config.hidden, config.init_log_std, *_action_box(core),
-                          pedals=config.pedals)
+                          pedals=config.pedals, brake_ratio=_brake_ratio(core))
             norm = RunningNorm(len(core.obs_names))
             actor.load_state_dict(d["actor"])
             norm.load_state_dict(d["norm"])
