@@ -38,7 +38,7 @@ def test_it_observes_the_friction_ahead_and_pays_metres_less_time():
     pts = preview_points(st.course_xy, st.s, torch.tensor(core.cfg.course.preview, dtype=torch.float64),
                          core.cfg.course.spacing)
     assert torch.allclose(obs[:, -5:], st.terrain(pts)[0])  # scale 1, inside the clip
-    assert OBS_INDEX["preview0_mu"] == 32  # after the driver's entries in the full table
+    assert OBS_INDEX["preview0_mu"] == 34  # after the driver's and the clock's entries in the full table
     st1, _, r, _, _, info = core.step(st, torch.tensor([[0.0, 0.2]] * 3, dtype=torch.float64))
     assert torch.allclose(info["reward_terms"]["time"], torch.full((3,), -1.0, dtype=torch.float64))
     assert torch.allclose(r, info["reward_terms"]["progress"] - 0.5)  # every other weight is 0 on a live step
