@@ -207,9 +207,10 @@ class TaskCore:
         """Rows of ``new`` where ``mask (B,)``, of ``old`` elsewhere (a select, never in place)."""
         return select_rows(mask, new, old)
 
-    def goal(self, state: TaskState) -> float:
-        """[m] The arc length that finishes the course (its length less ``course.goal_margin``);
-        the Numba step kernel computes the same from the course's points."""
+    def goal(self, state) -> float:
+        """[m] The arc length that finishes the course (its length less ``course.goal_margin``) of
+        ``state`` (a :class:`TaskState`, or the Numba engine's: anything with ``course_xy (B, N,
+        2)``); the Numba kernels compute the same from the course's points."""
         return (state.course_xy.shape[1] - 1) * self.cfg.course.spacing - self.cfg.course.goal_margin
 
     # ------------------------------------------------------------------ observation

@@ -73,7 +73,7 @@ class NumbaTask:
         self.driver, self.n_action, self.n_obs = core.driver, core.n_action, len(core.obs_names)
         self.Q, self.maps = pack_powertrain(core.pt)
         c = cfg.course
-        self.hdt, self.n_sub, self.spacing = float(cfg.hdt), int(cfg.substeps), float(c.spacing)
+        self.hdt, self.n_sub = float(cfg.hdt), int(cfg.substeps)
         self.n_points = int(round(c.length / c.spacing)) + 1
         if self.in_kernel:
             self.shape = dict(n_hills=g.n_hills, n_patches=g.n_patches, n_bumps=g.n_bumps)
