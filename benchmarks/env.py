@@ -220,7 +220,7 @@ def parse_args(argv=None):
     ap.add_argument("--no-torch", action="store_true", help="skip the torch engine's rows")
     ap.add_argument("--driver", action="store_true", help="add the driver variant (Dyn4HumveeDriver-v1) rows")
     ap.add_argument("--limits", action="store_true", help="add the single env of the race and eco tasks "
-                                                         "(Dyn4HumveeRace-v0, Dyn4HumveeEco-v0)")
+                                                         "(Dyn4HumveeRace-v0, Dyn4HumveeEco-v1: the benchmark's)")
     ap.add_argument("--ppo", action="store_true", help="SB3 PPO on make_vec_env(n_envs=8), both engines")
     ap.add_argument("--first-call", action="store_true", help="time a new process's first step, cold and warm cache")
     ap.add_argument("--render", action="store_true", help="add render() frames per second (rgb_array, 480 x 480)")
@@ -262,7 +262,7 @@ def main(argv=None):
         r, first = bench_single("Dyn4HumveeDriver-v1")
         add("numba: single env, Dyn4HumveeDriver-v1", r, first, "pend")
     if args.limits:  # the race task also samples the friction at its five preview points
-        for env_id in ("Dyn4HumveeRace-v0", "Dyn4HumveeEco-v0"):
+        for env_id in ("Dyn4HumveeRace-v0", "Dyn4HumveeEco-v1"):
             r, first = bench_single(env_id)
             add(f"numba: single env, {env_id}", r, first, "pend")
     for n in args.rows:
