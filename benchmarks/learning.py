@@ -49,7 +49,7 @@ except ImportError:  # Windows: run one process per --out
 import numpy as np
 import torch
 
-from dyn4_gym import ECO, FLAT_GROUND, RACE, cli
+from dyn4_gym import ECO_CLOCK, FLAT_GROUND, RACE, cli
 from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig, shac_published
 from dyn4_gym.agents.eco import counted_litres
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
@@ -63,8 +63,7 @@ CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config
 # Eco is its -v1, which observes the clock its reward depends on (docs/env.md, "The eco task");
 # the dynamics, reward and metric are -v0's, so the constant-speed baseline is the same either way.
 LIMITS = {"race": ("Dyn4HumveeRace-v0", RACE, "time to finish", "s", 0.03),
-          "eco": ("Dyn4HumveeEco-v1", dict(ECO, observe_clock=True), "fuel at arrival within the budget", "L/100 km",
-                  0.10)}
+          "eco": ("Dyn4HumveeEco-v1", ECO_CLOCK, "fuel at arrival within the budget", "L/100 km", 0.10)}
 TASKS = {"default": ("Dyn4Humvee-v1", {}), "flat": ("Dyn4HumveeFlat-v1", {"ground": dict(FLAT_GROUND)}),
          **{k: (v[0], v[1]) for k, v in LIMITS.items()}}
 # env steps per run: where each method's curve has flattened on this task (docs/learning.png)

@@ -248,6 +248,13 @@ def _wrap(a):
     return math.atan2(math.sin(a), math.cos(a))
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _goal(n, C):
+    """[m] The arc length that finishes a course of ``n`` points (TaskCore.goal): its length less
+    the goal margin (``C``: the step constants)."""
+    return (n - 1) * C[SC.SPACING] - C[SC.GOAL_MARGIN]
+
+
 @njit(cache=True, error_model="numpy")
 def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, elapsed, budget, goal, ahead, scales, cols, spacing, T, W,
                  out):
@@ -295,8 +302,7 @@ def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, elapsed, budget, go
 
 
 def _observe_py(rows, PP, grade, passive, T, C, dt, CXY, CH, X, PTS, IDX, SS, TT, VT, ahead, scales, cols, OUT):
-    spacing, budget = C[SC.SPACING], C[SC.BUDGET]
-    goal = (CXY.shape[1] - 1) * spacing - C[SC.GOAL_MARGIN]  # [m] as the step's
+    spacing, budget, goal = C[SC.SPACING], C[SC.BUDGET], _goal(CXY.shape[1], C)
     for r in prange(rows.shape[0]):
         b = rows[r]
         W = np.empty((N_SCRATCH, 4))
@@ -311,10 +317,10 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
     """TaskCore.step for every active row, in place; inactive rows are left as they are, their
     outputs zero (the caller resets them). ``driver``: actions are (steer, throttle, brake) through
     the powertrain (``Q``, ``maps``; state ``PTS``)."""
-    spacing, half_width, goal_margin = C[SC.SPACING], C[SC.HALF_WIDTH], C[SC.GOAL_MARGIN]
+    spacing, half_width = C[SC.SPACING], C[SC.HALF_WIDTH]
     roll_limit, episode_steps, cap = C[SC.ROLL_LIMIT], C[SC.EPISODE_STEPS], C[SC.CAP]
     n = CXY.shape[1]
-    goal = (n - 1) * spacing - goal_margin  # [m] the arc length that finishes the course
+    goal = _goal(n, C)  # [m] the arc length that finishes the course
     for b in prange(X.shape[0]):
         info, flags = INFOS[b], FLAGS[b]
         P = PP[b]  # the row's parameters
