@@ -6,7 +6,9 @@ and measured on the held-out ones.
   (``lead``). Metric: time to finish [s] (an unfinished course counts as infinitely slow).
 - ``eco`` (dyn4_gym/agents/eco.py): pure pursuit on the pedals at a constant speed reference; a
   grid over its scale of the target speed. Metric: litres per 100 km at arrival within the time
-  budget (a course not finished in time counts as infinitely thirsty).
+  budget (a course not finished in time counts as infinitely thirsty). The eco target's bar.
+- ``eco_coast``: the same, coasting the course's last metres; a grid over the speed's scale and
+  the distance coasted. The same metric: the stronger classical bar on the eco task.
 
 Each setting drives ``VALIDATION_SEEDS``; the one that finishes most courses, then has the
 lowest IQM metric, wins. Then that setting alone drives ``EVAL_SEEDS``, which tuning never saw.
@@ -14,6 +16,7 @@ Prints the metric (IQM with its 95 % bootstrap interval) and writes everything a
 
     python benchmarks/baselines.py race [--out docs/race_baseline.json]
     python benchmarks/baselines.py eco [--out docs/eco_baseline.json]
+    python benchmarks/baselines.py eco_coast [--out docs/eco_coast_baseline.json]
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ def _race(seeds, margin, lead):
     return r.finished, r.time, dict(times=r.time.tolist(), returns=r.returns.tolist())  # time: inf if not finished
 
 
-def _eco(seeds, speed_scale):
-    r = run_eco_baseline(seeds, speed_scale=speed_scale)
+def _eco(seeds, speed_scale, coast_m=None):
+    r = run_eco_baseline(seeds, speed_scale=speed_scale, coast_m=coast_m)
     return r.in_budget, r.counted, dict(arrival=r.arrival.tolist(), litres_per_100km=r.litres_per_100km.tolist())
 
 
@@ -45,8 +48,10 @@ def _eco(seeds, speed_scale):
 TASKS = {
     "race": ("Dyn4HumveeRace-v0", "min-time speed profile + pure pursuit", "time", "s", _race,
              {"margin": (0.7, 0.75, 0.8, 0.85), "lead": (0.2, 0.4)}),
-    "eco": ("Dyn4HumveeEco-v0", "constant-speed pure pursuit (pedals)", "litres_per_100km", "L/100 km", _eco,
+    "eco": ("Dyn4HumveeEco-v1", "constant-speed pure pursuit (pedals)", "litres_per_100km", "L/100 km", _eco,
             {"speed_scale": (0.9, 0.95, 1.0)}),
+    "eco_coast": ("Dyn4HumveeEco-v1", "cruise-and-coast pure pursuit (pedals)", "litres_per_100km", "L/100 km", _eco,
+                  {"speed_scale": (0.95, 1.0, 1.05, 1.1), "coast_m": (25.0, 50.0, 75.0, 100.0)}),
 }
 
 

@@ -160,9 +160,15 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
         assert set(s["methods"]) == {"shac", "ppo"} and s["target"]["met"] is False  # nothing learns in 4k steps
         assert set(s["target"]["methods"]) == {"shac", "ppo"}
         assert "shac_vs_ppo" in s and s["methods"]["ppo"]["curve"][0]["env_steps"] == 0
+    # eco also reports the stronger classical bar, cruise and coast, and each learner against it
+    strong, base = summary["eco"]["strong_baseline"], summary["eco"]["baseline"]
+    assert strong["counted"] == 1.0 and strong["iqm"] < 0.92 * base["iqm"]  # measured 9.8 against 11.4
+    assert all("vs_strong" in v for v in summary["eco"]["target"]["methods"].values())
+    assert "strong_baseline" not in summary["race"]
     assert (docs / "limits.png").exists() and len(_rows(docs / "learning_curves.csv")) == len(rows)
     printed = capsys.readouterr().out
     assert "Dyn4HumveeRace-v0: time to finish" in printed and "L/100 km" in printed and "missed" in printed
+    assert "against cruise and coast" in printed
     # learners train on eco with the schedule term for late and no progress (LIMIT_TRAIN_WEIGHTS),
     # and are evaluated on the task as registered; the race trains on its own reward
     train, task = lb.env_kwargs_of("eco", 0.0, train=True), lb.env_kwargs_of("eco", 0.0)

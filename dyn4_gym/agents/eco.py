@@ -1,9 +1,15 @@
-"""The eco task's classical baseline: pure pursuit on the pedals at the constant speed the time
-budget needs (issue 23; docs/env.md, "The eco task").
+"""The eco task's classical baselines (issue 23; docs/env.md, "The eco task").
 
-The driver's speed reference is ``speed_scale`` times the task's target speed (the budget is
-the course at the target speed plus 10 %, so a scale a little below 1 still arrives in time);
-the scale is the one setting, tuned on the validation seeds (benchmarks/baselines.py eco).
+- Constant speed: pure pursuit on the pedals at the constant speed the time budget needs. The
+  driver's speed reference is ``speed_scale`` times the task's target speed (the budget is the
+  course at the target speed plus 10 %, so a scale a little below 1 still arrives in time); the
+  scale is the one setting, tuned on the validation seeds (benchmarks/baselines.py eco). The
+  benchmark's eco target is set against it.
+- Cruise and coast: the same, with both pedals released over the course's last ``coast_m``
+  metres. A car that drives to the line at speed carries kinetic energy over it that its fuel
+  paid for; coasting the last stretch spends that energy on the way instead (the car starts at
+  the target speed, so some of it was never paid for). Tuned on the validation seeds
+  (benchmarks/baselines.py eco_coast): the stronger classical bar.
 """
 
 from __future__ import annotations
@@ -11,20 +17,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from ..envs import EnvConfig
-from ..model.task import OBS_INDEX
+from ..model.task import OBS_INDEX, OBS_TABLE_ALL
 from ..plant.powertrain import HUMVEE_POWERTRAIN
 from .classical import PurePursuit
 from .evaluation import evaluate
 
-__all__ = ["ECO_TUNED_SCALE", "EcoResult", "constant_speed_policy", "counted_litres", "litres_per_100km",
-           "run_eco_baseline"]
+__all__ = ["ECO_COAST_TUNED", "ECO_TUNED_SCALE", "EcoResult", "coast_policy", "constant_speed_policy", "counted_litres",
+           "litres_per_100km", "run_eco_baseline"]
 
 
 # the speed scale benchmarks/baselines.py chose on the validation courses (docs/eco_baseline.json,
 # "chosen"; tests/test_eco.py holds them equal)
 ECO_TUNED_SCALE = 0.95
+# the cruise-and-coast setting benchmarks/baselines.py eco_coast chose on the validation courses
+# (docs/eco_coast_baseline.json, "chosen"; tests/test_eco.py holds them equal)
+ECO_COAST_TUNED = {"speed_scale": 1.0, "coast_m": 75.0}
 
 
 def litres_per_100km(fuel_j, distance_m, pt=HUMVEE_POWERTRAIN):
@@ -45,6 +55,34 @@ def constant_speed_policy(cfg: EnvConfig, speed_scale: float = 1.0):
     return policy
 
 
+def coast_policy(cfg: EnvConfig, speed_scale: float = 1.0, coast_m: float = 0.0):
+    """:func:`constant_speed_policy`, with both pedals released (steering kept) once the car is
+    within ``coast_m`` [m] of the goal. It reads how far it has come from the observed clock
+    (``observe_clock``): the lead ``s T / s_goal - t`` and the time left ``T - t`` give
+    ``s / s_goal = (lead + t) / T``."""
+    if not cfg.observe_clock:
+        raise ValueError("coast_policy reads the distance driven from the observed clock: it needs an env with "
+                         "observe_clock=True (Dyn4HumveeEco-v1)")
+    if not (0.0 <= coast_m < float("inf")):
+        raise ValueError(f"coast_m must be a finite distance >= 0, got {coast_m!r}")
+    cruise = constant_speed_policy(cfg, speed_scale)
+    budget = cfg.time_budget
+    # the goal's arc length (TaskCore.goal) for a course of cfg.course.length
+    goal = cfg.course.length - cfg.course.goal_margin
+    scale = {name: sc for name, _, sc in OBS_TABLE_ALL}
+    i_left, i_lead = OBS_INDEX["time_left"], OBS_INDEX["lead"]
+
+    def policy(obs):
+        action = cruise(obs)
+        t = budget - obs[:, i_left] * scale["time_left"]
+        remaining = goal * (1.0 - (obs[:, i_lead] * scale["lead"] + t) / budget)
+        coast = (remaining < coast_m).unsqueeze(-1)
+        pedals = torch.where(coast, torch.zeros_like(action[:, 1:]), action[:, 1:])
+        return torch.cat((action[:, :1], pedals), -1)
+
+    return policy
+
+
 def counted_litres(arrival, litres, time_budget: float) -> np.ndarray:
     """The eco task's metric per course: litres per 100 km where the car arrived within
     ``time_budget`` [s], ``inf`` where it did not count (late, or never arrived)."""
@@ -61,15 +99,19 @@ class EcoResult:
     counted: np.ndarray  # the metric per seed: litres per 100 km in the budget, inf otherwise (counted_litres)
 
 
-def run_eco_baseline(seeds, speed_scale: float = 1.0, env_kwargs: dict | None = None, policy=None) -> EcoResult:
-    """A policy (default: the constant-speed baseline) on the eco task's courses of ``seeds``, one
-    row each, each driven to the end of its episode by :func:`~.evaluation.evaluate` (the
-    figures every learner is measured by)."""
+def run_eco_baseline(seeds, speed_scale: float = 1.0, env_kwargs: dict | None = None, policy=None,
+                     coast_m: float | None = None) -> EcoResult:
+    """A policy on the eco task's courses of ``seeds`` (``Dyn4HumveeEco-v1``, the benchmark's),
+    one row each, each driven to the end of its episode by :func:`~.evaluation.evaluate` (the
+    figures every learner is measured by). The default policy is the constant-speed baseline, or
+    with ``coast_m`` the cruise-and-coast one."""
     import dyn4_gym
 
-    kw = {**dyn4_gym.ECO, "dtype": "float64", **(env_kwargs or {})}
+    kw = {**dyn4_gym.ECO_CLOCK, "dtype": "float64", **(env_kwargs or {})}
     cfg = EnvConfig.from_dict(kw)
-    policy = constant_speed_policy(cfg, speed_scale) if policy is None else policy
+    if policy is None:
+        policy = (constant_speed_policy(cfg, speed_scale) if coast_m is None
+                  else coast_policy(cfg, speed_scale, coast_m))
     ev = evaluate(policy, kw, seeds=seeds)
     return EcoResult(arrival=ev.arrival, in_budget=ev.arrival <= cfg.time_budget, litres_per_100km=ev.litres,
                      returns=ev.returns, counted=counted_litres(ev.arrival, ev.litres, cfg.time_budget))
