@@ -611,7 +611,7 @@ def report_limit(task: str, rows, scale: float = 1.0) -> dict:
             verdicts[m]["vs_strong"] = dict(gain=1.0 - fin["iqm"] / strong["iqm"] if np.isfinite(fin["iqm"]) else -np.inf,
                                             cis_apart=bool(fin["ci95"][1] < strong["ci95"][0]))
             g = verdicts[m]["vs_strong"]["gain"]
-            print(f"          against cruise and coast: " + (f"{g:+.1%}" if np.isfinite(g) else "no figure") +
+            print("          against cruise and coast: " + (f"{g:+.1%}" if np.isfinite(g) else "no figure") +
                   f" (CIs apart: {'yes' if verdicts[m]['vs_strong']['cis_apart'] else 'no'})")
     ok = [m for m in verdicts if verdicts[m]["met"]]
     best = max(ok, key=lambda m: verdicts[m]["gain"]) if ok else min(out["methods"], key=lambda m: out["methods"][m]["final"]["iqm"])
