@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from dyn4_gym import cli
 from dyn4_gym.agents.eco import run_eco_baseline
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, VALIDATION_SEEDS
 from dyn4_gym.agents.race import RaceProfileParams, run_race_baseline
@@ -89,8 +90,7 @@ def main(argv=None) -> dict:
     out = dict(task=env_id, method=method, metric=metric, unit=unit, chosen=chosen, tuning=tuning,
                held_out=held_out, eval_seeds=list(eval_seeds))
     if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(out, fh, indent=1)
+        cli.write_json(args.out, out, indent=1)  # strict JSON: an inf figure (nothing counted) is null
         print(f"wrote {args.out}")
     return out
 

@@ -79,8 +79,11 @@ LIMIT_GRID = (10_000, 25_000, 50_000, 100_000, 150_000, 200_000, 500_000, 1_000_
 # schedule's weight is 5 (50 m of lift a second late, where the task's late term asks 10): the
 # metric disqualifies a late arrival, and at weight 1 the learners settled 1-2 s late on less
 # fuel (PPO's 10 seeds; SHAC's validation probe: 9.4-10.3 L/100 km, arriving at 43-47 s).
-# Every method gets the same; the evaluation is the task's own.
+# The evaluation is the task's own.
 LIMIT_TRAIN_WEIGHTS = {"eco": {"late": 0.0, "schedule": 5.0, "progress": 0.0}}
+# SHAC at weight 2 instead (chosen on seeds 0-1: 100 % in time on the validation courses at 10.8
+# and 12.5 L/100 km) measured worse with seeds 0-9 on the validation courses: 71 % in time and no
+# IQM, against weight 5's 87 % and 12.68; so every method keeps 5.
 # SHAC's settings on the tasks at the limits besides the paper's schedule: on eco the driver's
 # pedals through one output bent so that noise brakes as much as it drives (SHACConfig.pedals
 # "symmetric") and a lower exploration noise (initial log-std -2: at -1, with "one", the
@@ -500,8 +503,7 @@ def report(args, path: str, eval_seeds) -> dict:
                   f"{v['time_per_km'] / ref.time_per_km - 1:+.1%} time per km")
         else:
             print("no learned policy finished 7 of 8 courses within 5 % of pure pursuit's time per km")
-    with open(os.path.join(args.out, "summary.json"), "w") as fh:
-        json.dump(summary, fh, indent=1)
+    cli.write_json(os.path.join(args.out, "summary.json"), summary, indent=1)  # strict: an inf figure is null
     if tasks:
         _plots(args, rows, summary, tasks, methods, w0, eval_seeds)
     if limits:
@@ -698,8 +700,7 @@ def _to_docs(args, rows, summary) -> None:
     if os.path.exists(dst):
         with open(dst) as fh:
             old = json.load(fh)
-    with open(dst, "w") as fh:
-        json.dump({**old, **summary}, fh, indent=1)
+    cli.write_json(dst, {**old, **summary}, indent=1)
     csv_dst = os.path.join(args.docs, "learning_curves.csv")
     mine = {run_key(r) for r in rows}
     write_rows(csv_dst, [r for r in read_rows(csv_dst) if run_key(r) not in mine] + rows)

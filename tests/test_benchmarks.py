@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from dyn4_gym import cli
+
 
 def _rows(path):
     with open(path, newline="") as fh:
@@ -121,6 +123,8 @@ def test_the_baselines_benchmark_tunes_on_validation_and_measures_held_out(tmp_p
     assert res["chosen"] == {"speed_scale": 1.0}  # 0.9 arrives after the 44 s budget: nothing in time
     assert res["tuning"][0]["finished"] == 0.0 and res["held_out"]["finished"] == 1.0
     assert json.loads(out.read_text())["held_out"]["speed_scale"] == 1.0
+    # strict JSON: nothing in time at 0.9, so its IQM (inf) is written as null
+    assert cli.strict_json(out.read_text())["tuning"][0]["iqm"] is None
     assert res["eval_seeds"] == [10_000, 10_001]
 
 
@@ -152,7 +156,7 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     for r in rows:
         v = np.array([float(x) for x in r["per_course"].split()])
         assert v.shape == (2,) and float(r["finished"]) == np.isfinite(v).mean()
-    summary = json.loads((docs / "learning_summary.json").read_text())
+    summary = cli.strict_json((docs / "learning_summary.json").read_text())  # strict: inf figures are null
     assert summary["tasks"] == {"default": {"kept": 1}}  # merged, not replaced
     for task in ("race", "eco"):
         s = summary[task]

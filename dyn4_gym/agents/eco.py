@@ -90,13 +90,22 @@ def counted_litres(arrival, litres, time_budget: float) -> np.ndarray:
     return np.where(arrival <= time_budget, np.asarray(litres, dtype=np.float64), np.inf)
 
 
-@dataclass
+@dataclass(frozen=True)
 class EcoResult:
     arrival: np.ndarray  # [s] per seed (inf: did not finish)
-    in_budget: np.ndarray  # bool: finished within the time budget
     litres_per_100km: np.ndarray  # fuel over the distance driven, per seed
     returns: np.ndarray
-    counted: np.ndarray  # the metric per seed: litres per 100 km in the budget, inf otherwise (counted_litres)
+    time_budget: float  # [s] the task's
+
+    @property
+    def in_budget(self) -> np.ndarray:
+        """Per seed, bool: finished within the time budget."""
+        return self.arrival <= self.time_budget
+
+    @property
+    def counted(self) -> np.ndarray:
+        """The metric per seed: litres per 100 km in the budget, inf otherwise (counted_litres)."""
+        return counted_litres(self.arrival, self.litres_per_100km, self.time_budget)
 
 
 def run_eco_baseline(seeds, speed_scale: float = 1.0, env_kwargs: dict | None = None, policy=None,
@@ -113,5 +122,4 @@ def run_eco_baseline(seeds, speed_scale: float = 1.0, env_kwargs: dict | None = 
         policy = (constant_speed_policy(cfg, speed_scale) if coast_m is None
                   else coast_policy(cfg, speed_scale, coast_m))
     ev = evaluate(policy, kw, seeds=seeds)
-    return EcoResult(arrival=ev.arrival, in_budget=ev.arrival <= cfg.time_budget, litres_per_100km=ev.litres,
-                     returns=ev.returns, counted=counted_litres(ev.arrival, ev.litres, cfg.time_budget))
+    return EcoResult(arrival=ev.arrival, litres_per_100km=ev.litres, returns=ev.returns, time_budget=cfg.time_budget)
