@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from ..envs import EnvConfig
-from ..model.task import OBS_INDEX, OBS_TABLE_ALL
+from ..model.task import OBS_INDEX, obs_scale
 from ..plant.powertrain import HUMVEE_POWERTRAIN
 from .classical import PurePursuit
 from .evaluation import evaluate
@@ -69,13 +69,13 @@ def coast_policy(cfg: EnvConfig, speed_scale: float = 1.0, coast_m: float = 0.0)
     budget = cfg.time_budget
     # the goal's arc length (TaskCore.goal) for a course of cfg.course.length
     goal = cfg.course.length - cfg.course.goal_margin
-    scale = {name: sc for name, _, sc in OBS_TABLE_ALL}
     i_left, i_lead = OBS_INDEX["time_left"], OBS_INDEX["lead"]
+    s_left, s_lead = obs_scale("time_left"), obs_scale("lead")
 
     def policy(obs):
         action = cruise(obs)
-        t = budget - obs[:, i_left] * scale["time_left"]
-        remaining = goal * (1.0 - (obs[:, i_lead] * scale["lead"] + t) / budget)
+        t = budget - obs[:, i_left] * s_left
+        remaining = goal * (1.0 - (obs[:, i_lead] * s_lead + t) / budget)
         coast = (remaining < coast_m).unsqueeze(-1)
         pedals = torch.where(coast, torch.zeros_like(action[:, 1:]), action[:, 1:])
         return torch.cat((action[:, :1], pedals), -1)
