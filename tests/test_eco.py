@@ -173,10 +173,11 @@ _LATE = dict(ECO, dtype="float64", course={"length": 60.0, "lead_in": 55.0}, sta
              ground={"hills_amplitude": 0.0, "n_bumps": 0}, reward_weights={"late": 0.0, "schedule": 1.0})
 
 
-def _coast(engine: str, env_id: str = "Dyn4HumveeEco-v0"):
-    """The schedule and late terms of each step of one coasting episode on ``engine``, the final
-    arc length and time, and the observations (the first the reset's) and arc lengths."""
-    env = gym.make(env_id, **dict(_LATE, engine=engine))
+def _coast(engine: str, env_id: str = "Dyn4HumveeEco-v0", **kw):
+    """The schedule and late terms of each step of one coasting episode on ``engine`` (with the
+    config's ``kw``), the final arc length and time, and the observations (the first the reset's)
+    and arc lengths."""
+    env = gym.make(env_id, **dict(_LATE, engine=engine, **kw))
     obs, _ = env.reset(seed=3)
     sched, late, seen, s = [], [], [obs], [float(env.unwrapped._runner.core.start_index()[2])]
     for t in range(1200):
@@ -231,6 +232,27 @@ def test_eco_v1_observes_the_clock_the_schedule_term_pays_on(engine):
     np.testing.assert_allclose(sched, -10.0 * np.diff(lag), atol=1e-4)
     v0 = _coast(engine)[4]
     np.testing.assert_array_equal(v0, obs[:, :-2])
+
+
+def test_a_schedule_margin_moves_the_schedule_pace_and_nothing_else():
+    """``schedule_margin`` [s]: the schedule term's pace reaches the goal that long before the
+    budget, so its steps sum to minus the target speed times the lateness against budget less
+    margin; the late term and the observed clock stay on the budget itself; both engines alike."""
+    from dyn4_gym.envs.rewards import behind
+
+    base = _coast("numba", "Dyn4HumveeEco-v1")
+    got = {engine: _coast(engine, "Dyn4HumveeEco-v1", schedule_margin=1.5) for engine in ("numba", "torch")}
+    sched, late, s_end, t_end, obs, _ = got["numba"]
+    t_end, s_end = torch.tensor(t_end, dtype=torch.float64), torch.tensor(s_end, dtype=torch.float64)
+    assert sched.sum() == pytest.approx(-10.0 * float(behind(t_end, s_end, 5.0 - 1.5, 58.0)), abs=1e-9)
+    assert sched.sum() < base[0].sum() - 10.0  # 1.5 s more behind: 15 m more, less what the pace shift moves
+    np.testing.assert_array_equal(late, base[1])
+    np.testing.assert_array_equal(obs, base[4])
+    np.testing.assert_allclose(got["torch"][0], sched, rtol=0, atol=1e-9)
+    for bad, match in ((dict(time_budget=None), "less than a time_budget"), (dict(schedule_margin=44.0), "less than"),
+                       (dict(schedule_margin=-1.0), "schedule_margin")):
+        with pytest.raises(ConfigError, match=match):
+            EnvConfig.from_dict({**ECO, "schedule_margin": 1.0, **bad})
 
 
 def test_the_clock_needs_a_budget():

@@ -246,19 +246,20 @@ def test_reward_terms_stage_equals_torch(driver):
     book_dict = {name: books[:, j] for j, name in enumerate(BOOK_LINES)}
     if driver:
         book_dict.update({name: ptb[:, j] for j, name in enumerate(POWERTRAIN_LINES)})
-    dt, budget = 0.05, 1.5
+    dt, budget, margin = 0.05, 1.5, 0.3
     elapsed = torch.rand(n, generator=gen, dtype=D) * 3.0  # some rows past the budget (the late term)
-    # arc lengths that put some rows behind the schedule's pace (budget / goal = 0.05 s/m), some ahead
+    # arc lengths that put some rows behind the schedule's pace ((budget - margin) / goal = 0.04 s/m), some ahead
     goal = 30.0
     s0 = torch.rand(n, generator=gen, dtype=D) * 60.0
     s1 = s0 + torch.rand(n, generator=gen, dtype=D)
     ctx = StepContext(progress=progress, speed=vx, target_speed=vt, cross_track=e, half_width=hw, heading_error=he,
                       books=book_dict, weight=weight, action=act, prev_action=prev, roll_rate=phid, pitch_rate=thetad,
                       failed=failed, success=torch.zeros(n, dtype=torch.bool), progress_cap=cap, control_dt=dt,
-                      elapsed=elapsed, time_budget=budget, s=s1, s_start=s0, goal=goal)
+                      elapsed=elapsed, time_budget=budget, s=s1, s_start=s0, goal=goal, schedule_margin=margin)
     ref = torch.stack([REWARD_TERMS_BUILTIN[name](ctx).to(D) for name in TERM_ORDER], -1)
     F = torch.stack((progress, cap, vx, vt, e, torch.full_like(vx, hw), he, weight, phid, thetad,
-                     torch.full_like(vx, dt), elapsed, torch.full_like(vx, budget), s0, s1, torch.full_like(vx, goal)), -1)
+                     torch.full_like(vx, dt), elapsed, torch.full_like(vx, budget), s0, s1, torch.full_like(vx, goal),
+                     torch.full_like(vx, budget - margin)), -1)
     acts = torch.cat((act, torch.zeros(n, 3 - width, dtype=D)), -1)
     got = ns.terms(F.numpy(), books.numpy(), ptb.numpy(), driver, acts.numpy(), prev.numpy(), failed.numpy())
     for j, name in enumerate(TERM_ORDER):

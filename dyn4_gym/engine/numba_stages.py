@@ -154,14 +154,14 @@ def uniforms(KEYS, EPISODES, n):
 
 @njit(error_model="numpy")
 def terms(F, BOOKS, PTB, driver, ACTS, PREV, FAILED):
-    """The built-in reward terms ``(B, len(TERM))`` from per-row figures ``F (B, 16)`` =
+    """The built-in reward terms ``(B, len(TERM))`` from per-row figures ``F (B, 17)`` =
     (progress, cap, vx, vt, e, half_width, heading error, weight, roll rate, pitch rate, the step's
     time [s], elapsed time [s], time budget [s], arc length at the step's start and end [m], the
-    goal's arc length [m]), the step's books and powertrain lines, the clipped actions ``(B, 3)``
-    and the previous ones."""
+    goal's arc length [m], the schedule's pace to the goal [s]), the step's books and powertrain
+    lines, the clipped actions ``(B, 3)`` and the previous ones."""
     out = np.zeros((F.shape[0], _NT))
     for b in range(F.shape[0]):
         f = F[b]
-        terms_row(out[b], f[0], f[1], f[10], f[11], f[12], f[13], f[14], f[15], f[2], f[3], f[4], f[5], f[6], BOOKS[b],
+        terms_row(out[b], f[0], f[1], f[10], f[11], f[12], f[16], f[13], f[14], f[15], f[2], f[3], f[4], f[5], f[6], BOOKS[b],
                   PTB[b], driver, f[7], f[8], f[9], ACTS[b, 0], ACTS[b, 1], ACTS[b, 2], PREV[b], FAILED[b])
     return out

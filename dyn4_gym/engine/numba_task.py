@@ -417,7 +417,7 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
         he = _wrap(cur[S.PSI] - th)
         vt = VT[b]
         terms = info[_TERMS0:_TERMS0 + _NT]
-        terms_row(terms, progress, cap * vt, hdt * n_sub, TT[b] * (hdt * n_sub), C[SC.BUDGET], SS[b], s_prev,
+        terms_row(terms, progress, cap * vt, hdt * n_sub, TT[b] * (hdt * n_sub), C[SC.BUDGET], C[SC.PACE], SS[b], s_prev,
                   goal, cur[S.VX], vt, e, half_width, he, books, ptb, driver, weight, cur[S.PHID],
                   cur[S.THETAD], a0, a1, a2, PREV[b], failed)
         reward = 0.0
@@ -447,12 +447,13 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
 
 # ------------------------------------------------------------------------------- the reward terms
 @njit(cache=True, error_model="numpy", inline="always")
-def terms_row(terms, progress, cap, dt, elapsed, budget, s0, s1, goal, vx, vt, e, half_width, he, books, ptb, driver,
+def terms_row(terms, progress, cap, dt, elapsed, budget, pace, s0, s1, goal, vx, vt, e, half_width, he, books, ptb, driver,
               weight, phid, thetad, a0, a1, a2, prev, failed):
     """The built-in reward terms (envs/rewards.py; model.task.REWARD_TERM_TABLE) of one step into
     ``terms (len(TERM),)``: progress paid up to ``cap`` [m], the step's time ``dt`` [s] as target
     speed x dt [m] (paid again by steps ending past the time ``budget`` [s] at ``elapsed`` [s]), the
-    schedule from the arc lengths ``s0`` -> ``s1`` [m] against the ``goal``'s [m], the step's books
+    schedule from the arc lengths ``s0`` -> ``s1`` [m] against the uniform pace that reaches the
+    ``goal``'s [m] at ``pace`` [s] (the budget less EnvConfig.schedule_margin), the step's books
     ``books`` (BOOK) and powertrain lines ``ptb`` (PTB), the final speed, cross-track, heading error
     and rates, the clipped action ``(a0, a1, a2)`` against ``prev``, ``weight`` = m g [N]."""
     step_dist = vt * dt
@@ -472,10 +473,10 @@ def terms_row(terms, progress, cap, dt, elapsed, budget, s0, s1, goal, vx, vt, e
     terms[TERM.TERMINATION] = -1.0 if failed else 0.0
     terms[TERM.TIME] = -step_dist
     terms[TERM.LATE] = -step_dist if elapsed > budget else 0.0
-    if math.isinf(budget):
+    if math.isinf(pace):
         terms[TERM.SCHEDULE] = 0.0
     else:  # rewards.behind at the step's end less at its start
-        grow = max(elapsed - s1 * (budget / goal), 0.0) - max((elapsed - dt) - s0 * (budget / goal), 0.0)
+        grow = max(elapsed - s1 * (pace / goal), 0.0) - max((elapsed - dt) - s0 * (pace / goal), 0.0)
         terms[TERM.SCHEDULE] = -vt * grow
 
 

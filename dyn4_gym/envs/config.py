@@ -139,6 +139,11 @@ class EnvConfig:
     # also observe the clock against that budget: the time left and the lead over the uniform pace
     # that reaches the goal at the budget (docs/env.md, "Observation"; the eco task's -v1)
     observe_clock: bool = False
+    # [s] the schedule reward term's uniform pace reaches the goal this long before time_budget: a
+    # training margin that keeps a learner's arrival clear of the budget, where the term's kink
+    # sits at margin 0 (the observed clock and the late term stay on time_budget itself; docs/env.md,
+    # "The eco task") [0, time_budget)
+    schedule_margin: float = 0.0
     reward_weights: dict = field(default_factory=dict)  # overrides of the default weights, by term name, each [0, 1e4]
     reward_terms: tuple = ()  # extra RewardTerm objects (users' own terms; not named like a built-in)
     dtype: str = "float32"  # "float32" or "float64"
@@ -180,6 +185,10 @@ class EnvConfig:
             raise ConfigError(f"{path}.observe_clock must be true or false, got {self.observe_clock!r}")
         if self.observe_clock and self.time_budget is None:
             raise ConfigError(f"{path}.observe_clock needs a time_budget to observe the clock against")
+        check_range(f"{path}.schedule_margin", self.schedule_margin, 0.0, 1e5)
+        if self.schedule_margin > 0 and (self.time_budget is None or self.schedule_margin >= self.time_budget):
+            raise ConfigError(f"{path}.schedule_margin must be less than a time_budget, got {self.schedule_margin!r} "
+                              f"with time_budget {self.time_budget!r}")
         if not isinstance(self.preset, str) or self.preset not in PRESETS:
             raise ConfigError(f"{path}.preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
         validate_vehicle(self.vehicle, f"{path}.vehicle")

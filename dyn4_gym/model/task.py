@@ -96,8 +96,8 @@ REWARD_TERM_TABLE = (
     ("time", 0.0, "-(target_speed x control_dt) [m]: the step's time as distance at the target speed"),
     ("late", 0.0, "-(target_speed x control_dt) [m] on each step that ends past time_budget"),
     ("schedule", 0.0, "-target_speed x (the step's growth of the time behind a uniform pace that reaches the goal "
-                      "at time_budget) [m]: over a course it sums to the late term's cost at arrival, paid as the "
-                      "car falls behind (0 without a budget)"),
+                      "at time_budget less schedule_margin) [m]: over a course it sums to the late term's cost at "
+                      "arrival (at margin 0), paid as the car falls behind (0 without a budget)"),
 )
 TERM_ORDER = tuple(t[0] for t in REWARD_TERM_TABLE)
 TERM = IntEnum("TERM", [(n.upper(), i) for i, n in enumerate(TERM_ORDER)])
