@@ -146,13 +146,14 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     rows = _rows(out / "curves.csv")
     assert {(r["task"], r["method"]) for r in rows} == {(t, m) for t in ("race", "eco") for m in ("shac", "ppo")}
     assert all(r["energy_weight"] == "0.0" for r in rows)  # the tasks' own weights: no energy term
-    # one evaluation untrained, one where the first window (SHAC: 64 x 32) or rollout (PPO: 16 x
+    # one evaluation untrained, one where the first window (SHAC: 64 or 16 x 32) or rollout (PPO: 16 x
     # 256) passed the grid's first point; the later points (up to the 100 and 1,000 step budgets)
     # were passed by it too, so they are not evaluated again
     steps = {(r["task"], r["method"]): [] for r in rows}
     for r in rows:
         steps[r["task"], r["method"]].append(int(r["env_steps"]))
-    assert all(v == [0, 2048 if m == "shac" else 4096] for (t, m), v in steps.items())
+    first = {("race", "shac"): 2048, ("eco", "shac"): 512}  # SHAC's window: 64 cars on the race, 16 on eco
+    assert all(v == [0, first.get((t, m), 4096)] for (t, m), v in steps.items())
     for r in rows:
         v = np.array([float(x) for x in r["per_course"].split()])
         assert v.shape == (2,) and float(r["finished"]) == np.isfinite(v).mean()
@@ -173,6 +174,12 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     printed = capsys.readouterr().out
     assert "Dyn4HumveeRace-v0: time to finish" in printed and "L/100 km" in printed and "missed" in printed
     assert "against cruise and coast" in printed
+    # a report of one task leaves the other out (and merges only its own entry into --docs)
+    assert lb.main(args[:5] + ["eco", "--report-only"] + args[7:]) == 0
+    only = cli.strict_json((out / "summary.json").read_text())
+    assert "eco" in only and "race" not in only and "tasks" not in only
+    assert "Dyn4HumveeRace-v0" not in capsys.readouterr().out
+    assert cli.strict_json((docs / "learning_summary.json").read_text())["race"] == summary["race"]
     # learners train on eco with the schedule term for late and no progress (LIMIT_TRAIN_WEIGHTS),
     # and are evaluated on the task as registered; the race trains on its own reward
     train, task = lb.env_kwargs_of("eco", 0.0, train=True), lb.env_kwargs_of("eco", 0.0)
@@ -181,5 +188,10 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     assert (train["reward_weights"]["schedule"], train["reward_weights"]["late"]) == (5.0, 0.0)
     assert (task["reward_weights"]["schedule"], task["reward_weights"]["late"]) == (0.0, 1.0)
     assert lb.env_kwargs_of("race", 0.0, train=True) == lb.env_kwargs_of("race", 0.0)
-    shac = lb.make_run("shac", "eco", 0, 0.0, compile=False, budget=64).agent.config
-    assert (shac.pedals, shac.init_log_std) == ("symmetric", -2.0)
+    run = lb.make_run("shac", "eco", 0, 0.0, compile=False, budget=64)
+    shac = run.agent.config
+    assert (shac.pedals, shac.init_log_std, shac.num_envs) == ("symmetric", -2.0, 16)
+    # SHAC's training env on eco: the schedule's pace 0.5 s ahead of the budget; the clock, the
+    # evaluation and the other methods keep the budget's
+    assert run.agent.env.core.cfg.schedule_margin == 0.5 and task.get("schedule_margin", 0.0) == 0.0
+    assert "schedule_margin" not in train
