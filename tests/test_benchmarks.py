@@ -129,7 +129,8 @@ def test_the_baselines_benchmark_tunes_on_validation_and_measures_held_out(tmp_p
 
 
 @pytest.mark.slow
-def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(tmp_path, capsys, load_script):
+def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(tmp_path, capsys, load_script,
+                                                                                 monkeypatch):
     """benchmarks/learning.py on the race and eco tasks at a tiny budget: every evaluation row
     keeps its per-course metric (inf where a course does not count) on the shared grid, the
     summary has a ``race`` and an ``eco`` entry with the baseline, each method's IQM and interval,
@@ -191,7 +192,14 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     run = lb.make_run("shac", "eco", 0, 0.0, compile=False, budget=64)
     shac = run.agent.config
     assert (shac.pedals, shac.init_log_std, shac.num_envs) == ("symmetric", -2.0, 16)
-    # SHAC's training env on eco: the schedule's pace 0.5 s ahead of the budget; the clock, the
-    # evaluation and the other methods keep the budget's
+    # the training envs on eco: the schedule's pace 0.5 s (SHAC) or 1 s (PPO) ahead of the budget,
+    # SAC's on it; the clock and the evaluation keep the budget's
     assert run.agent.env.core.cfg.schedule_margin == 0.5 and task.get("schedule_margin", 0.0) == 0.0
     assert "schedule_margin" not in train
+    made = {}
+    monkeypatch.setattr(lb, "SB3Run", lambda algo, env_id, kw, seed: made.update({(algo, env_id): kw}))
+    for method, t in (("ppo", "eco"), ("sac", "eco"), ("ppo", "race")):
+        lb.make_run(method, t, 0, 0.0)
+    ppo = made["ppo", "Dyn4HumveeEco-v1"]
+    assert ppo["schedule_margin"] == 1.0 and {k: v for k, v in ppo.items() if k != "schedule_margin"} == train
+    assert made["sac", "Dyn4HumveeEco-v1"] == train and made["ppo", "Dyn4HumveeRace-v0"] == lb.env_kwargs_of("race", 0.0)
