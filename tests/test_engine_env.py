@@ -162,15 +162,18 @@ def test_single_env_is_a_vector_row_on_the_numba_engine():
 
 
 def test_a_custom_term_sees_the_same_clock_on_both_engines():
-    """``StepContext``'s ``elapsed``, ``control_dt`` and ``time_budget`` as the kernel's ``time`` and
-    ``late`` terms use them, on both engines, through resets."""
+    """``StepContext``'s ``elapsed``, ``control_dt``, ``time_budget`` and ``pace`` as the kernel's
+    ``time``, ``late`` and ``schedule`` terms use them, on both engines, through resets."""
     def _clock(ctx):
         over = torch.as_tensor(ctx.elapsed, dtype=torch.float64) > ctx.time_budget
-        return torch.as_tensor(ctx.elapsed, dtype=torch.float64) * ctx.control_dt + over.to(torch.float64)
+        ahead = torch.as_tensor(ctx.elapsed, dtype=torch.float64) < ctx.pace
+        return (torch.as_tensor(ctx.elapsed, dtype=torch.float64) * ctx.control_dt + over.to(torch.float64)
+                + 10.0 * ahead.to(torch.float64))
 
-    kw = dict(dtype="float64", reward_terms=(RewardTerm("clock", _clock),), reward_weights={"clock": 1.0, "late": 1.0},
-              time_budget=2.0, episode_steps=60)
-    names = ("clock", "late", "time")
+    kw = dict(dtype="float64", reward_terms=(RewardTerm("clock", _clock),),
+              reward_weights={"clock": 1.0, "late": 1.0, "schedule": 1.0}, time_budget=2.0, schedule_margin=0.5,
+              episode_steps=60)
+    names = ("clock", "late", "time", "schedule")
     nb = _drive(Dyn4VectorEnv(num_envs=3, engine="numba", **kw), 90, n=3, term_names=names)
     tc = _drive(Dyn4VectorEnv(num_envs=3, engine="torch", **kw), 90, n=3, term_names=names)
     assert np.array_equal(nb["term"], tc["term"]) and (nb["trunc"] | nb["term"]).any()

@@ -255,7 +255,7 @@ def test_reward_terms_stage_equals_torch(driver):
     ctx = StepContext(progress=progress, speed=vx, target_speed=vt, cross_track=e, half_width=hw, heading_error=he,
                       books=book_dict, weight=weight, action=act, prev_action=prev, roll_rate=phid, pitch_rate=thetad,
                       failed=failed, success=torch.zeros(n, dtype=torch.bool), progress_cap=cap, control_dt=dt,
-                      elapsed=elapsed, time_budget=budget, s=s1, s_start=s0, goal=goal, schedule_margin=margin)
+                      elapsed=elapsed, time_budget=budget, s=s1, s_start=s0, goal=goal, pace=budget - margin)
     ref = torch.stack([REWARD_TERMS_BUILTIN[name](ctx).to(D) for name in TERM_ORDER], -1)
     F = torch.stack((progress, cap, vx, vt, e, torch.full_like(vx, hw), he, weight, phid, thetad,
                      torch.full_like(vx, dt), elapsed, torch.full_like(vx, budget), s0, s1, torch.full_like(vx, goal),

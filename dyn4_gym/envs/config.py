@@ -8,6 +8,7 @@ with the dotted path of the offender (``course.half_width must be positive, got 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field, fields
 
 from .._checks import ConfigError, check_int_range, check_range, is_num
@@ -155,6 +156,17 @@ class EnvConfig:
     @property
     def substeps(self) -> int:
         return int(round(self.control_dt / self.hdt))
+
+    @property
+    def budget(self) -> float:
+        """[s] ``time_budget``, inf when there is none (the late term's and the clock's)."""
+        return math.inf if self.time_budget is None else float(self.time_budget)
+
+    @property
+    def pace(self) -> float:
+        """[s] when the schedule term's uniform pace reaches the goal: the budget less
+        ``schedule_margin``; inf when there is no budget. Both engines read it here."""
+        return self.budget - self.schedule_margin
 
     def validate(self, path: str = "config") -> None:
         self.course.validate(f"{path}.course")

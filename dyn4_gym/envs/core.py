@@ -340,8 +340,7 @@ class TaskCore:
                           progress_cap=self.progress_cap(state.target_speed),
                           control_dt=self.hdt * self.n_sub,  # as the kernel takes it
                           elapsed=t.to(self.dtype) * (self.hdt * self.n_sub),
-                          time_budget=math.inf if cfg.time_budget is None else cfg.time_budget,
-                          s=s_prev, s_start=state.s, goal=goal, schedule_margin=cfg.schedule_margin)
+                          time_budget=cfg.budget, s=s_prev, s_start=state.s, goal=goal, pace=cfg.pace)
         terms = {name: evaluate_term(name, term, ctx, B, self.dtype) for name, term in self.terms.items()}
         reward = sum(self.weights[name] * v for name, v in terms.items())
         # rewards are finite by construction: a non-finite state or reward ends the episode with

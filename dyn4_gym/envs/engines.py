@@ -14,7 +14,6 @@ always run on torch.
 
 from __future__ import annotations
 
-import math
 
 import warnings
 
@@ -244,8 +243,8 @@ class NumbaEngine:
                           pitch_rate=t(x[:, DYN4.THETAD]), failed=t(failed), success=t(flags[:, FLAG.SUCCESS]),
                           progress_cap=core.progress_cap(t(st.target_speed)), control_dt=core.hdt * core.n_sub,
                           elapsed=t(st.t * (core.hdt * core.n_sub)),  # the step's end: st.t already counts it
-                          time_budget=math.inf if core.cfg.time_budget is None else core.cfg.time_budget,
-                          s=t(info[:, INFO.S]), s_start=t(before["s"]), goal=core.goal(st))
+                          time_budget=core.cfg.budget, s=t(info[:, INFO.S]), s_start=t(before["s"]), goal=core.goal(st),
+                          pace=core.cfg.pace)
         B = st.batch_size
         with torch.no_grad():
             extra = {n: _np(evaluate_term(n, term, ctx, B, torch.float64)) for n, term in self.task.custom.items()}

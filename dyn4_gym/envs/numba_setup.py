@@ -89,8 +89,7 @@ class NumbaTask:
         self.step_consts = _packed(STEP_CONSTS, spacing=c.spacing, half_width=c.half_width, goal_margin=c.goal_margin,
                                    roll_limit=cfg.roll_limit, episode_steps=cfg.episode_steps, cap=cap,
                                    penalty=core.weights["termination"],
-                                   budget=math.inf if cfg.time_budget is None else cfg.time_budget,
-                                   pace=math.inf if cfg.time_budget is None else cfg.time_budget - cfg.schedule_margin)
+                                   budget=cfg.budget, pace=cfg.pace)
         i0, frac, s0 = core.start_index()  # the start pose (TaskCore.new_state)
         self.reset_course = _packed(COURSE_CONSTS, spacing=c.spacing, lat_accel=c.lat_accel,
                                     wavelength_min=c.wavelength_min, wavelength_max=c.wavelength_max,

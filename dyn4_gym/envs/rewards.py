@@ -53,7 +53,7 @@ class StepContext:
     s: torch.Tensor | float = 0.0  # [m] arc length along the course at the step's end
     s_start: torch.Tensor | float = 0.0  # [m] arc length at the step's start
     goal: float = math.inf  # [m] the arc length that finishes the course (length - goal_margin)
-    schedule_margin: float = 0.0  # [s] the schedule's pace reaches the goal this long before time_budget
+    pace: float = math.inf  # [s] when the schedule's uniform pace reaches the goal (EnvConfig.pace; inf: no budget)
 
 
 @dataclass(frozen=True)
@@ -139,11 +139,11 @@ def schedule(c: StepContext) -> torch.Tensor:
     # the late term's cost, paid as the car falls behind instead of after the budget: minus the
     # growth of behind() over the step at the time term's rate (target speed), so its steps sum to
     # -target_speed x (lateness at arrival) (a potential-based form of late; docs/env.md); its pace
-    # reaches the goal schedule_margin before the budget
-    if not math.isfinite(c.time_budget):
+    # reaches the goal at c.pace, EnvConfig.schedule_margin before the budget
+    if not math.isfinite(c.pace):
         return torch.zeros_like(c.progress)
     as_t = lambda v: torch.as_tensor(v, dtype=c.progress.dtype, device=c.progress.device)  # noqa: E731
-    t1, pace = as_t(c.elapsed), c.time_budget - c.schedule_margin
+    t1, pace = as_t(c.elapsed), c.pace
     grow = behind(t1, as_t(c.s), pace, c.goal) - behind(t1 - c.control_dt, as_t(c.s_start), pace, c.goal)
     return -c.target_speed * grow
 

@@ -51,7 +51,7 @@ TERRAIN_FIELDS = ("wave_kx", "wave_ky", "wave_amp", "wave_phase", "base_mu", "pa
 # the task kernel's constants, from the env's config (envs/numba_setup.py packs them)
 # cap: the progress cap per step per m/s of target speed [s] (inf: uncapped); penalty: the
 # termination weight the non-finite guard pays; budget: the arrival's time budget [s] (inf: none);
-# pace: the schedule term's time to the goal [s], the budget less EnvConfig.schedule_margin (inf: none)
+# pace: the schedule term's time to the goal [s], EnvConfig.pace (the budget less schedule_margin; inf: none)
 STEP_CONSTS = ("spacing", "half_width", "goal_margin", "roll_limit", "episode_steps", "cap", "penalty", "budget", "pace")
 SC = IntEnum("SC", [(n.upper(), i) for i, n in enumerate(STEP_CONSTS)])
 COURSE_CONSTS = ("spacing", "lat_accel", "wavelength_min", "wavelength_max", "lead_in", "half_width", "n_waves",
