@@ -165,21 +165,24 @@ class SB3Run:
         return model_policy(self.model)
 
 
-def env_kwargs_of(task: str, weight: float, train: bool = False) -> dict:
+def env_kwargs_of(task: str, weight: float, method: str | None = None) -> dict:
     """The env's keyword arguments for a run: the v1 tasks with their energy weight; the tasks at
-    the limits as registered (their energy weight is 0, and stays so), with ``train`` the
-    learners' reward weights (``LIMIT_TRAIN_WEIGHTS``)."""
+    the limits as registered (their energy weight is 0, and stays so), the env every method is
+    evaluated on. With ``method``, that learner's training env on a task at the limits: every
+    learner's reward weights (``LIMIT_TRAIN_WEIGHTS``) and the method's own fields
+    (``LIMIT_TRAIN_ENV``); the one place both are read."""
     env_id, kwargs = TASKS[task]
     if task in LIMITS:
         kw = {k: v for k, v in kwargs.items() if k != "engine"}
-        if train and task in LIMIT_TRAIN_WEIGHTS:
-            kw["reward_weights"] = {**kw["reward_weights"], **LIMIT_TRAIN_WEIGHTS[task]}
+        if method is not None:
+            kw["reward_weights"] = {**kw["reward_weights"], **LIMIT_TRAIN_WEIGHTS.get(task, {})}
+            kw.update(LIMIT_TRAIN_ENV.get(task, {}).get(method, {}))
         return kw
     return {**kwargs, "reward_weights": {"energy": weight}}
 
 
 def make_run(method: str, task: str, seed: int, weight: float, compile: bool = True, budget: int | None = None):
-    env_kwargs = {**env_kwargs_of(task, weight, train=True), **LIMIT_TRAIN_ENV.get(task, {}).get(method, {})}
+    env_kwargs = env_kwargs_of(task, weight, method)
     if method == "shac":
         # on the tasks at the limits, the paper's optimiser schedule, decaying over the run's
         # budget, with the task's settings (LIMIT_SHAC)
