@@ -322,6 +322,37 @@ def test_pure_pursuit_drives_a_given_centre_line():
         gym.make("Dyn4Humvee-v1", course={"centre_line": [(0.0, float("nan")), (50.0, 0.0)]})
 
 
+def test_the_goal_from_a_course_config_is_the_goal_the_engines_drive_to():
+    """course.goal_arc(course config) [m], what a controller that sees no state reads (the eco
+    coast policy), is TaskCore.goal of the courses both engines build, for a generated course
+    whose length is not whole spacings and for a given centre line; and it is where the episode
+    succeeds."""
+    import torch
+
+    from dyn4_gym.envs import Dyn4Env
+    from dyn4_gym.envs.core import TaskCore
+    from dyn4_gym.envs.course import course_points, goal_arc
+
+    line = [(0.0, 0.0), (60.3, 0.0), (90.0, 2.0)]
+    generated = {"length": 80.4, "spacing": 1.5, "lead_in": 20.0, "lat_accel": 0.01}  # 80.4 m: 53.6 spacings
+    for course in (generated, {"centre_line": line, "spacing": 1.0}):
+        cfg = EnvConfig.from_dict({"course": course, "start_speed": 12.0, "episode_steps": 400})
+        core = TaskCore(cfg)
+        state = core.new_state(torch.zeros(2, dtype=torch.long), torch.zeros(2, dtype=torch.long))
+        assert state.course_xy.shape[1] == course_points(cfg.course)
+        assert goal_arc(cfg.course) == core.goal(state)
+        for engine in ("numba", "torch"):
+            env = Dyn4Env(engine=engine, course=course, start_speed=12.0, episode_steps=400)
+            env.reset(seed=3)
+            s = []
+            while True:
+                _, _, te, tr, info = env.step(np.array([0.0, 0.2], dtype=np.float32))
+                s.append(info["s"])
+                if te or tr:
+                    break
+            assert info["success"] and s[-2] < goal_arc(cfg.course) <= s[-1], engine
+
+
 # ------------------------------------------------------------------ domain randomisation
 def test_vehicle_ranges_draw_each_rows_vehicle_from_its_seed():
     from dyn4_gym.envs import ConfigError, Dyn4VectorEnv

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from ..envs import EnvConfig
+from ..envs.course import goal_arc
 from ..model.task import OBS_INDEX, obs_scale
 from ..plant.powertrain import HUMVEE_POWERTRAIN
 from .classical import PurePursuit
@@ -67,8 +68,7 @@ def coast_policy(cfg: EnvConfig, speed_scale: float = 1.0, coast_m: float = 0.0)
         raise ValueError(f"coast_m must be a finite distance >= 0, got {coast_m!r}")
     cruise = constant_speed_policy(cfg, speed_scale)
     budget = cfg.time_budget
-    # the goal's arc length (TaskCore.goal) for a course of cfg.course.length
-    goal = cfg.course.length - cfg.course.goal_margin
+    goal = goal_arc(cfg.course)  # [m] TaskCore.goal
     i_left, i_lead = OBS_INDEX["time_left"], OBS_INDEX["lead"]
     s_left, s_lead = obs_scale("time_left"), obs_scale("lead")
 

@@ -20,7 +20,22 @@ import math
 
 import torch
 
-__all__ = ["make_courses", "centre_line_course", "project", "preview_points", "wrap_angle"]
+__all__ = ["make_courses", "centre_line_course", "course_points", "goal_arc", "project", "preview_points",
+           "wrap_angle"]
+
+
+def course_points(c) -> int:
+    """N, the points every course of the course config ``c`` has (both engines' courses):
+    ``round(length / spacing) + 1`` (a centre line's ``length`` is its arc length down to whole
+    spacings, CourseConfig)."""
+    return int(round(c.length / c.spacing)) + 1
+
+
+def goal_arc(c) -> float:
+    """[m] The arc length that finishes a course of the course config ``c``: its last point's,
+    ``(N - 1) spacing``, less ``goal_margin``. TaskCore.goal gives the same from a state's
+    points, as the numba kernels' ``_goal`` does from theirs."""
+    return (course_points(c) - 1) * c.spacing - c.goal_margin
 
 
 def centre_line_course(points, spacing: float):
@@ -52,7 +67,7 @@ def make_courses(u: torch.Tensor, cfg, target_speed: torch.Tensor):
         kw = dict(dtype=target_speed.dtype, device=u.device)
         return (torch.as_tensor(xy, **kw).expand(B, -1, -1).contiguous(),
                 torch.as_tensor(heading, **kw).expand(B, -1).contiguous())
-    n = int(round(c.length / c.spacing)) + 1
+    n = course_points(c)
     dt = target_speed.dtype
     s = torch.arange(n, dtype=dt, device=u.device) * c.spacing
     k = c.n_waves

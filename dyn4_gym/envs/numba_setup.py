@@ -27,7 +27,7 @@ from ..model.state import N_DYN4, N_PT
 from ..model.task import OBS_INDEX, TERM_ORDER, obs_scale
 from ..plant.powertrain import powertrain_at
 from .core import TaskCore
-from .course import centre_line_course
+from .course import centre_line_course, course_points
 from .rewards import REWARD_TERMS_BUILTIN
 
 __all__ = ["NumbaTask"]
@@ -74,7 +74,7 @@ class NumbaTask:
         self.Q, self.maps = pack_powertrain(core.pt)
         c = cfg.course
         self.hdt, self.n_sub = float(cfg.hdt), int(cfg.substeps)
-        self.n_points = int(round(c.length / c.spacing)) + 1
+        self.n_points = course_points(c)
         if self.in_kernel:
             self.shape = dict(n_hills=g.n_hills, n_patches=g.n_patches, n_bumps=g.n_bumps)
             self.patch_edge = PATCH_EDGE
