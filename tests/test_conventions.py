@@ -179,6 +179,7 @@ def test_episode_statistics_match_vec_monitor():
     for _ in range(70):
         act = rng.uniform(-1, 1, (3, 2)).astype(np.float32)
         (_, _, da, ia), (_, _, dm, im) = a.step(act), m.step(act)
+        np.testing.assert_array_equal(da, dm)
         for i in np.flatnonzero(da):
             assert ia[i]["episode"]["l"] == im[i]["episode"]["l"]
             assert ia[i]["episode"]["r"] == pytest.approx(im[i]["episode"]["r"], rel=1e-5)

@@ -24,6 +24,14 @@ from dyn4_gym.ground import TERRAIN_KINDS, Ground, TerrainKind, register_terrain
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def test_the_code_passes_the_linter():
+    """ruff with pyflakes' rules (pyproject.toml, [tool.ruff]) over the package, the tests and the
+    scripts: no unused imports or variables, no undefined or redefined names."""
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_every_module_imports_on_its_own():
     """Each module imported first, in a fresh module table: an import cycle fails here."""
     code = r"""

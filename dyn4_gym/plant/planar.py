@@ -139,7 +139,7 @@ def planar_step(vx, vy, r, delta_w, Fx, D, p, hdt: float, braking=None, f_ext=No
     S = S0
     for it in range(N_SECANT + 1):
         if it > 0:
-            S = secant(vx1, vy1, r1)
+            S = secant(vx1, vy1, r1)  # noqa: F821 (the previous iterate's, set below)
         P = (S * nv[1] * nv[1]).sum(-1)
         Q = (S * nv[2] * nv[2]).sum(-1)
         Cc = (S * nv[1] * nv[2]).sum(-1)

@@ -18,7 +18,7 @@ KW = dict(course={"length": 80.0}, episode_steps=20)
 
 
 def batched_obs_sum(seed: int) -> float:
-    import dyn4_gym  # noqa: F401  (Ray ships this function by value: register the ids in its worker)
+    import dyn4_gym  # noqa: F401, F811  (Ray ships this function by value: register the ids in its worker)
 
     env = gym.make_vec("Dyn4Humvee-v1", num_envs=4, **KW)
     env.reset(seed=seed)
