@@ -14,7 +14,6 @@ always run on torch.
 
 from __future__ import annotations
 
-
 import warnings
 
 import numpy as np
