@@ -714,7 +714,9 @@ def _limit_plots(args, rows, summary, limits) -> None:
 
 def _to_docs(args, rows, summary) -> None:
     """Merge this report into ``--docs``: its summary's entries replace theirs, its runs' rows
-    replace theirs in the CSV, its plots are copied; the rest of what is there stays."""
+    replace theirs in the CSV, its plots are copied; the rest of what is there stays. A plot that
+    would show fewer tasks than the one in ``--docs`` (an eco-only report's limits.png over one of
+    race and eco) is not copied, and a line says so."""
     os.makedirs(args.docs, exist_ok=True)
     dst = os.path.join(args.docs, "learning_summary.json")
     old = {}
@@ -725,9 +727,18 @@ def _to_docs(args, rows, summary) -> None:
     csv_dst = os.path.join(args.docs, "learning_curves.csv")
     mine = {run_key(r) for r in rows}
     write_rows(csv_dst, [r for r in read_rows(csv_dst) if run_key(r) not in mine] + rows)
+    # the tasks each plot draws: the tasks at the limits' entries, the v1 tasks' under "tasks"
+    drawn = {"limits.png": {t for t in summary if t in LIMITS}, "learning.png": set(summary.get("tasks", {}))}
+    shown = {"limits.png": {t for t in old if t in LIMITS}, "learning.png": set(old.get("tasks", {}))}
     for name in ("learning.png", "pareto.png", "limits.png"):
-        if os.path.exists(os.path.join(args.out, name)):
-            shutil.copy(os.path.join(args.out, name), os.path.join(args.docs, name))
+        src, dst = os.path.join(args.out, name), os.path.join(args.docs, name)
+        if not os.path.exists(src):
+            continue
+        if name in drawn and os.path.exists(dst) and not shown[name] <= drawn[name]:
+            print(f"{dst} kept: it shows {sorted(shown[name])}, this report drew {sorted(drawn[name])} "
+                  f"(report them together to redraw it)")
+            continue
+        shutil.copy(src, dst)
 
 
 COLORS = {"shac": "tab:green", "ppo": "tab:blue", "sac": "tab:orange"}

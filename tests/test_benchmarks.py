@@ -175,11 +175,15 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     printed = capsys.readouterr().out
     assert "Dyn4HumveeRace-v0: time to finish" in printed and "L/100 km" in printed and "missed" in printed
     assert "against cruise and coast" in printed
-    # a report of one task leaves the other out (and merges only its own entry into --docs)
+    # a report of one task leaves the other out (and merges only its own entry into --docs, where
+    # the plot of both tasks stays)
+    both = (docs / "limits.png").read_bytes()
     assert lb.main(args[:5] + ["eco", "--report-only"] + args[7:]) == 0
     only = cli.strict_json((out / "summary.json").read_text())
     assert "eco" in only and "race" not in only and "tasks" not in only
-    assert "Dyn4HumveeRace-v0" not in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "Dyn4HumveeRace-v0" not in printed and "limits.png kept" in printed
+    assert (docs / "limits.png").read_bytes() == both and (out / "limits.png").read_bytes() != both
     assert cli.strict_json((docs / "learning_summary.json").read_text())["race"] == summary["race"]
     # learners train on eco with the schedule term for late and no progress (LIMIT_TRAIN_WEIGHTS),
     # and are evaluated on the task as registered; the race trains on its own reward
