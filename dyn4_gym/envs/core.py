@@ -32,7 +32,7 @@ from ..model.task import (OBS_INDEX, OBS_NAMES, OBS_NAMES_DRIVER, OBS_TABLE, OBS
 from .._checks import ConfigError
 from .config import EnvConfig
 from .vehicle import vehicle_range_box
-from .course import make_courses, preview_points, project, wrap_angle
+from .course import goal_arc, make_courses, preview_points, project, wrap_angle
 from .rewards import StepContext, evaluate_term, resolve_terms
 
 __all__ = ["TaskState", "TaskCore", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_INDEX", "BOOK_LINES", "obs_scale"]
@@ -208,10 +208,10 @@ class TaskCore:
         return select_rows(mask, new, old)
 
     def goal(self, state) -> float:
-        """[m] The arc length that finishes the course (its length less ``course.goal_margin``) of
-        ``state`` (a :class:`TaskState`, or the Numba engine's: anything with ``course_xy (B, N,
-        2)``); the Numba kernels compute the same from the course's points."""
-        return (state.course_xy.shape[1] - 1) * self.cfg.course.spacing - self.cfg.course.goal_margin
+        """[m] The arc length that finishes the course of ``state`` (a :class:`TaskState`, or the
+        Numba engine's): course.goal_arc of the config, since every state of it has the same
+        points; the Numba kernels compute the same from the course's points."""
+        return goal_arc(self.cfg.course)
 
     # ------------------------------------------------------------------ observation
     def observe(self, state: TaskState) -> torch.Tensor:

@@ -52,7 +52,7 @@ class StepContext:
     time_budget: float = math.inf  # [s] EnvConfig.time_budget (inf: none)
     s: torch.Tensor | float = 0.0  # [m] arc length along the course at the step's end
     s_start: torch.Tensor | float = 0.0  # [m] arc length at the step's start
-    goal: float = math.inf  # [m] the arc length that finishes the course (length - goal_margin)
+    goal: float = math.inf  # [m] the arc length that finishes the course (course.goal_arc)
     pace: float = math.inf  # [s] when the schedule's uniform pace reaches the goal (EnvConfig.pace; inf: no budget)
 
 
