@@ -333,14 +333,10 @@ class TaskCore:
         truncated = (t >= cfg.episode_steps) & ~terminated
         heading_error = wrap_angle(x[:, DYN4.PSI] - th)
         p = self.params_of(state)
-        ctx = StepContext(progress=progress, speed=x[:, DYN4.VX], target_speed=state.target_speed, cross_track=e,
-                          half_width=cfg.course.half_width, heading_error=heading_error, books=books,
-                          weight=p.m * p.g, action=a, prev_action=state.prev_action, roll_rate=x[:, DYN4.PHID],
-                          pitch_rate=x[:, DYN4.THETAD], failed=failed, success=success & ~failed,
-                          progress_cap=self.progress_cap(state.target_speed),
-                          control_dt=self.hdt * self.n_sub,  # as the kernel takes it
-                          elapsed=t.to(self.dtype) * (self.hdt * self.n_sub),
-                          time_budget=cfg.budget, s=s_prev, s_start=state.s, goal=goal, pace=cfg.pace)
+        ctx = self.context(x=x, progress=progress, target_speed=state.target_speed, cross_track=e,
+                           heading_error=heading_error, books=books, weight=p.m * p.g, action=a,
+                           prev_action=state.prev_action, failed=failed, success=success & ~failed, t=t, s=s_prev,
+                           s_start=state.s)
         terms = {name: evaluate_term(name, term, ctx, B, self.dtype) for name, term in self.terms.items()}
         reward = sum(self.weights[name] * v for name, v in terms.items())
         # rewards are finite by construction: a non-finite state or reward ends the episode with
@@ -373,6 +369,23 @@ class TaskCore:
             return x1, pt1, {**bk.as_dict(), **pb.as_dict()}
         x1, bk = dyn4_step(x, u, p, terrain, self.hdt, books=True)
         return x1, pt, bk.as_dict()
+
+    def context(self, *, x, progress, target_speed, cross_track, heading_error, books, weight, action, prev_action,
+                failed, success, t, s, s_start) -> StepContext:
+        """The step's :class:`StepContext` from its arrays (torch, ``(B,)`` unless noted: ``x`` the
+        ``(B, 14)`` state at the step's end, ``t`` its step count [-], ``s`` / ``s_start`` the arc
+        length [m] at its end / start) and this config (the corridor, the clock, the goal, the
+        pace). The one builder of a context: both engines call it (:meth:`_finish`,
+        ``NumbaEngine._custom_terms``), so a field reaches users' terms alike on both, and every
+        argument is required, so an engine that misses one fails loudly."""
+        dt = self.hdt * self.n_sub  # one env step [s], as the kernel takes it
+        return StepContext(progress=progress, speed=x[:, DYN4.VX], target_speed=target_speed, cross_track=cross_track,
+                           half_width=self.cfg.course.half_width, heading_error=heading_error, books=books,
+                           weight=weight, action=action, prev_action=prev_action, roll_rate=x[:, DYN4.PHID],
+                           pitch_rate=x[:, DYN4.THETAD], failed=failed, success=success,
+                           progress_cap=self.progress_cap(target_speed), control_dt=dt,
+                           elapsed=t.to(progress.dtype) * dt, time_budget=self.cfg.budget, s=s, s_start=s_start,
+                           goal=goal_arc(self.cfg.course), pace=self.cfg.pace)
 
     def progress_cap(self, target_speed: torch.Tensor) -> torch.Tensor:
         """``(B,)`` [m]: the most progress one step is paid for (inf when ``progress_cap`` is None)."""

@@ -21,11 +21,10 @@ import torch
 
 from ..model.books import BOOK_LINES, POWERTRAIN_LINES
 from ..model.packed import PK
-from ..model.state import DYN4
 from ..model.task import FLAG, INFO, TERM_ORDER
 from .core import TaskCore, TaskState
 from .inputs import to_numpy_info
-from .rewards import StepContext, evaluate_term
+from .rewards import evaluate_term
 
 __all__ = ["TorchEngine", "NumbaEngine", "make_engine", "ENGINES"]
 
@@ -233,17 +232,12 @@ class NumbaEngine:
         t = torch.from_numpy
         books = {n: t(info[:, j]) for n, j in self._books.items()}
         failed = flags[:, FLAG.OUT_OF_CORRIDOR] | flags[:, FLAG.ROLLOVER] | flags[:, FLAG.NONFINITE]
-        x = st.x
-        ctx = StepContext(progress=t(info[:, INFO.PROGRESS]), speed=t(x[:, DYN4.VX]), target_speed=t(st.target_speed),
-                          cross_track=t(info[:, INFO.CROSS_TRACK]), half_width=core.cfg.course.half_width,
-                          heading_error=t(info[:, INFO.HEADING_ERROR]), books=books,
-                          weight=t(st.P[:, PK.M] * st.P[:, PK.G]),  # each row's m g
-                          action=t(st.prev_action), prev_action=t(prev), roll_rate=t(x[:, DYN4.PHID]),
-                          pitch_rate=t(x[:, DYN4.THETAD]), failed=t(failed), success=t(flags[:, FLAG.SUCCESS]),
-                          progress_cap=core.progress_cap(t(st.target_speed)), control_dt=core.hdt * core.n_sub,
-                          elapsed=t(st.t * (core.hdt * core.n_sub)),  # the step's end: st.t already counts it
-                          time_budget=core.cfg.budget, s=t(info[:, INFO.S]), s_start=t(before["s"]), goal=core.goal(st),
-                          pace=core.cfg.pace)
+        ctx = core.context(x=t(st.x), progress=t(info[:, INFO.PROGRESS]), target_speed=t(st.target_speed),
+                           cross_track=t(info[:, INFO.CROSS_TRACK]), heading_error=t(info[:, INFO.HEADING_ERROR]),
+                           books=books, weight=t(st.P[:, PK.M] * st.P[:, PK.G]),  # each row's m g
+                           action=t(st.prev_action), prev_action=t(prev), failed=t(failed),
+                           success=t(flags[:, FLAG.SUCCESS]), t=t(st.t),  # st.t already counts this step
+                           s=t(info[:, INFO.S]), s_start=t(before["s"]))
         B = st.batch_size
         with torch.no_grad():
             extra = {n: _np(evaluate_term(n, term, ctx, B, torch.float64)) for n, term in self.task.custom.items()}
