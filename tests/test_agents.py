@@ -134,8 +134,8 @@ def test_one_pedal_actor_starts_coasting_and_never_presses_both_pedals(tmp_path)
     saves and loads; an unknown value is refused."""
     from dyn4_gym.agents.shac import Actor
 
-    box = Actor(4, (8,), -1.0, (-1.0, 0.0, 0.0), (1.0, 1.0, 1.0))
-    one = Actor(4, (8,), -1.0, (-1.0, 0.0, 0.0), (1.0, 1.0, 1.0), pedals="one")
+    box = Actor(4, (8,), -1.0, (-1.0, 0.0, 0.0), (1.0, 1.0, 1.0), driver=True)
+    one = Actor(4, (8,), -1.0, (-1.0, 0.0, 0.0), (1.0, 1.0, 1.0), pedals="one", driver=True)
     assert one.log_std.shape == (2,) and box.log_std.shape == (3,)
     z = torch.randn(512, 4, generator=torch.Generator().manual_seed(0)) * 3
     a = one(z, generator=torch.Generator().manual_seed(1))
@@ -148,6 +148,12 @@ def test_one_pedal_actor_starts_coasting_and_never_presses_both_pedals(tmp_path)
     # the same as "box" on the two-entry accel box
     acc = Actor(4, (8,), -1.0, pedals="one")
     assert not acc.one_pedal and acc.log_std.shape == (2,)
+    # the driver's box is said by the env, not read from the size: a 3-entry box of another
+    # action is a box, and a driver's box of another size is refused
+    other = Actor(4, (8,), -1.0, (-1.0, -1.0, -1.0), (1.0, 1.0, 1.0), pedals="one")
+    assert not other.one_pedal and other.log_std.shape == (3,)
+    with pytest.raises(ValueError, match="driver's box"):
+        Actor(4, (8,), -1.0, pedals="one", driver=True)
     _driver_agent_trains_saves_and_loads("one", tmp_path)
     with pytest.raises(ValueError, match="pedals"):
         SHACConfig(pedals="two").validate()
@@ -161,7 +167,7 @@ def test_symmetric_pedals_brake_as_hard_as_they_drive_near_coasting(tmp_path):
     from dyn4_gym.agents.shac import Actor, _brake_ratio
 
     r = 3.0 / 13.2
-    sym = Actor(4, (8,), -1.0, (-1.0, 0.0, 0.0), (1.0, 1.0, 1.0), pedals="symmetric", brake_ratio=r)
+    sym = Actor(4, (8,), -1.0, (-1.0, 0.0, 0.0), (1.0, 1.0, 1.0), pedals="symmetric", brake_ratio=r, driver=True)
     with torch.no_grad():
         sym.net[-1].weight.zero_()
     pedals = {}

@@ -165,7 +165,8 @@ class Actor(nn.Module):
     """A Gaussian in a pre-``tanh`` space squashed into the action box ``[low, high]`` (one entry
     per action: the env's action space, 2 for ``action="accel"``, 3 for ``"driver"``).
 
-    With ``pedals="one"`` and the driver's box ``(steer, throttle, brake)``, the Gaussian has two
+    With ``pedals="one"`` and ``driver`` (the box is the driver's ``(steer, throttle, brake)``,
+    ``action="driver"``; said by the env, not guessed from the box's size), the Gaussian has two
     entries, steering and ``u``; ``tanh(u)`` presses the throttle where positive and the brake
     where negative (``low + (high - low) max(+-tanh u, 0)``), so the mean starts at coasting,
     not at both pedals half pressed (a car that stops under its brakes has no gradient to move).
@@ -179,10 +180,12 @@ class Actor(nn.Module):
     """
 
     def __init__(self, obs_dim: int, hidden, init_log_std: float, low=(-1.0, -1.0), high=(1.0, 1.0),
-                 pedals: str = "box", brake_ratio: float = 1.0):
+                 pedals: str = "box", brake_ratio: float = 1.0, driver: bool = False):
         super().__init__()
         n = len(low)
-        self.one_pedal = pedals in ("one", "symmetric") and n == 3
+        if driver and n != 3:
+            raise ValueError(f"Actor: the driver's box has 3 entries (steer, throttle, brake), got {n}")
+        self.one_pedal = pedals in ("one", "symmetric") and driver
         self.brake_ratio = float(brake_ratio) if pedals == "symmetric" else 1.0
         n_out = 2 if self.one_pedal else n
         self.net = _mlp(obs_dim, hidden, n_out)
@@ -219,10 +222,13 @@ def _brake_ratio(core) -> float:
     return float(core.p.a_drive / core.p.a_brake)
 
 
-def _action_box(core) -> tuple[list, list]:
-    """The env's action box ``(low, high)`` as lists (from the task core that defines it)."""
+def _actor_of(core, config) -> "Actor":
+    """The actor for the env of task core ``core`` (its observation, its action box, whether that
+    box is the driver's, the car's brake ratio) with ``config``'s network and pedals: the one
+    builder of a training run's actor and a checkpoint's."""
     act, _ = core.spaces()
-    return act.low.tolist(), act.high.tolist()
+    return Actor(len(core.obs_names), config.hidden, config.init_log_std, act.low.tolist(), act.high.tolist(),
+                 pedals=config.pedals, brake_ratio=_brake_ratio(core), driver=core.driver)
 
 
 class SHACPolicy(nn.Module):
@@ -259,8 +265,7 @@ class SHAC:
         obs_dim = self.env.obs_dim
         self.device = dev = self.env.core.device  # networks and buffers live where the env does
         self.norm = RunningNorm(obs_dim).to(dev)
-        self.actor = Actor(obs_dim, config.hidden, config.init_log_std, *_action_box(self.env.core),
-                           pedals=config.pedals, brake_ratio=_brake_ratio(self.env.core)).to(dev)
+        self.actor = _actor_of(self.env.core, config).to(dev)
         self.critic = Critic(obs_dim, config.hidden).to(dev)
         self.target = Critic(obs_dim, config.hidden).to(dev)
         self.target.load_state_dict(self.critic.state_dict())
@@ -464,8 +469,7 @@ class SHAC:
         d, config, env_kwargs = _read_checkpoint(path)
         try:
             core = TaskCore(EnvConfig.from_dict(env_kwargs))
-            actor = Actor(len(core.obs_names), config.hidden, config.init_log_std, *_action_box(core),
-                          pedals=config.pedals, brake_ratio=_brake_ratio(core))
+            actor = _actor_of(core, config)
             norm = RunningNorm(len(core.obs_names))
             actor.load_state_dict(d["actor"])
             norm.load_state_dict(d["norm"])
