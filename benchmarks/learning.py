@@ -566,12 +566,20 @@ def _figure(values) -> dict:
 
 
 def limit_curve(rows, task, method, scale: float = 1.0) -> list[dict]:
-    """The method's pooled figure at each grid point every one of its seeds reached, with the
-    median training wall-clock there."""
+    """The method's pooled figure at each grid point every one of its finished seeds reached, with
+    the median training wall-clock there. A run stopped short of its budget (an interrupted
+    benchmark, a shard still training) is left out, and a line says so: counted, it would cut
+    every seed's curve, and the final figure, at the point it stopped."""
     runs = {}
     for r in rows:
         if (r["task"], r["method"]) == (task, method) and r["per_course"]:
             runs.setdefault(r["seed"], []).append(r)
+    budget = budget_of(task, method, scale)
+    short = sorted(s for s, rs in runs.items() if max(r["env_steps"] for r in rs) < budget)
+    if short:
+        print(f"{task} {method}: seeds {', '.join(str(int(s)) for s in short)} left out (stopped short of the "
+              f"budget, {budget:,} env steps)")
+    runs = {s: rs for s, rs in runs.items() if s not in short}
     if not runs:
         return []
     grid = [0] + sorted({int(g * scale) for g in LIMIT_GRID})

@@ -207,3 +207,22 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     ppo = made["ppo", "Dyn4HumveeEco-v1"]
     assert ppo["schedule_margin"] == 1.0 and {k: v for k, v in ppo.items() if k != "schedule_margin"} == train
     assert made["sac", "Dyn4HumveeEco-v1"] == train and made["ppo", "Dyn4HumveeRace-v0"] == lb.env_kwargs_of("race", 0.0)
+
+
+def test_a_run_stopped_short_of_its_budget_is_left_out_of_the_curve(capsys, load_script):
+    """An interrupted benchmark leaves a run's first rows in the CSV; the report pools finished
+    seeds only (counted, the unfinished one would cut every curve at the point it stopped)."""
+    lb = load_script("benchmarks/learning.py")
+    budget = lb.budget_of("race", "sac")
+
+    def row(seed, steps, t):
+        return dict(task="race", method="sac", seed=seed, env_steps=steps, wall_s=float(steps) / 100,
+                    per_course=" ".join(str(t + k) for k in range(4)))
+
+    done = [row(s, n, 20.0 - n / budget - s) for s in (0, 1) for n in (0, 10_000, budget // 2, budget)]
+    short = [row(2, 0, 25.0), row(2, 10_000, 24.0)]
+    curve = lb.limit_curve(done + short, "race", "sac")
+    assert "seeds 2 left out" in capsys.readouterr().out
+    assert curve == lb.limit_curve(done, "race", "sac")
+    assert curve[-1]["env_steps"] == budget and curve[-1]["seeds"] == 2 and len(curve) == 4
+    assert lb.limit_curve(short, "race", "sac") == []
