@@ -226,3 +226,17 @@ def test_a_run_stopped_short_of_its_budget_is_left_out_of_the_curve(capsys, load
     assert curve == lb.limit_curve(done, "race", "sac")
     assert curve[-1]["env_steps"] == budget and curve[-1]["seeds"] == 2 and len(curve) == 4
     assert lb.limit_curve(short, "race", "sac") == []
+
+
+def test_the_learning_benchmark_defaults_to_ten_seeds_at_the_limits_and_five_on_v1(load_script):
+    # the 10 seeds per method and task at the limits, from the default command line
+    # (python benchmarks/learning.py [--tasks race eco]); --seeds still sets every task's count
+    lb = load_script("benchmarks/learning.py")
+    seeds = {}
+    for task, method, seed, w, _ in lb.plan(lb.parse_args(["--no-pareto", "--out", "x", "--docs", ""])):
+        seeds.setdefault((task, method), set()).add(seed)
+    assert {task for task, _ in seeds} == set(lb.TASKS)
+    for (task, method), got in seeds.items():
+        assert got == set(range(10 if task in lb.LIMITS else 5)), (task, method)
+    runs = lb.plan(lb.parse_args(["--seeds", "3", "--tasks", "race", "flat", "--out", "x", "--docs", ""]))
+    assert {seed for _, _, seed, _, _ in runs} == {0, 1, 2} and {t for t, *_ in runs} == {"race", "flat"}
