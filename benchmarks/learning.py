@@ -71,7 +71,8 @@ BUDGETS = {"shac": 500_000, "ppo": 2_000_000, "sac": 300_000}
 # on the tasks at the limits: what fits a working day of this 2-core machine with 10 seeds
 LIMIT_BUDGETS = {"shac": 200_000, "ppo": 2_000_000, "sac": 200_000}
 # seeds per method and task unless --seeds says otherwise: the 10 at the limits, 5 on v1
-SEEDS = {"default": 5, "flat": 5, "race": 10, "eco": 10}
+# (derived from LIMITS, so a task added to TASKS has its count)
+SEEDS = {task: 10 if task in LIMITS else 5 for task in TASKS}
 # the env-step points where every method is evaluated on the tasks at the limits (up to its budget)
 LIMIT_GRID = (10_000, 25_000, 50_000, 100_000, 150_000, 200_000, 500_000, 1_000_000, 1_500_000, 2_000_000)
 # what the learners train on where it is not the task as registered: on eco, the `schedule` term
