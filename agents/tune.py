@@ -8,6 +8,7 @@ unfinished ones run again).
 
     python agents/tune.py --trainer shac --space '{"actor_lr": [5e-4, 1e-3, 2e-3]}' --seeds 3
     python agents/tune.py --trainer ppo --space '{"learning_rate": [1e-4, 3e-4]}' --chunks 10 --chunk 4096
+    python agents/tune.py --trainer sac --env-id Dyn4HumveeRace-v0 --space '{"gamma": [0.99, 0.995]}'
     python agents/tune.py --trainer shac --address ray://head:10001 ...   # a cluster
 """
 
@@ -71,9 +72,13 @@ def trainable(config: dict) -> None:
             tune.report({**_report(ev), "env_steps": model.num_timesteps})
 
 
-def base_config(trainer: str, env_id: str = "Dyn4Humvee-v1") -> dict:
-    """SB3 trials start from configs/<trainer>.yml's settings (RL Zoo format, unparsed); SHAC's
-    from SHACConfig's defaults."""
+DEFAULT_ID = "Dyn4Humvee-v1"  # the task a sweep runs on unless --env-id says otherwise
+
+
+def base_config(trainer: str, env_id: str = DEFAULT_ID) -> dict:
+    """SB3 trials start from configs/<trainer>.yml's settings for ``env_id`` (its section, RL Zoo
+    format, unparsed: on the race, SAC's 16 gradient steps, not v1's 4); SHAC's from
+    SHACConfig's defaults."""
     if trainer == "shac":
         return {}
     from dyn4_gym.agents.sb3_glue import load_zoo_config
@@ -86,24 +91,44 @@ def base_config(trainer: str, env_id: str = "Dyn4Humvee-v1") -> dict:
     return hp
 
 
+def trial_env_kwargs(env_id: str | None, env_kwargs: dict | None) -> dict:
+    """The trials' env keyword arguments: ``env_id``'s registered ones (none for ``None``) with
+    ``env_kwargs`` over them, key by key, as ``gym.make(env_id, **env_kwargs)`` merges them."""
+    if env_id is None:
+        return dict(env_kwargs or {})
+    import gymnasium as gym
+
+    import dyn4_gym  # noqa: F401  (registers the ids)
+
+    spec = gym.spec(env_id)
+    if not spec.entry_point.startswith("dyn4_gym."):
+        raise ValueError(f"--env-id must be a dyn4_gym id, got {env_id!r}")
+    return {**spec.kwargs, **(env_kwargs or {})}
+
+
 def build_space(trainer: str, space: dict, seeds: int, env_kwargs: dict, chunks: int, chunk: int, eval_seeds: int,
-                cpus_per_trial: float = 1.0):
-    """Tune's param space: a grid over each listed value of ``space`` and over ``seeds`` seeds."""
+                cpus_per_trial: float = 1.0, env_id: str | None = None):
+    """Tune's param space: a grid over each listed value of ``space`` and over ``seeds`` seeds;
+    PPO's and SAC's other settings from ``env_id``'s section of configs/<trainer>.yml (v1's for
+    ``None``)."""
     from ray import tune
 
     for k, v in space.items():
         if not isinstance(v, list) or not v:
             raise ValueError(f"--space[{k!r}] must be a non-empty list of values")
     return dict(trainer=trainer, env_kwargs=env_kwargs, chunks=chunks, chunk=chunk, eval_seeds=eval_seeds,
-                base=base_config(trainer), cpus=cpus_per_trial,
+                base=base_config(trainer, env_id or DEFAULT_ID), cpus=cpus_per_trial,
                 seed=tune.grid_search(list(range(seeds))),
                 params={k: tune.grid_search(v) for k, v in space.items()})
 
 
 def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None = None, chunks: int = 4,
               chunk: int | None = None, eval_seeds: int = 4, out: str = "runs/tune", name: str | None = None,
-              address: str | None = None, cpus_per_trial: float = 1.0):
-    """Run (or resume) the sweep; returns its results as a pandas DataFrame (also ``results.csv``)."""
+              address: str | None = None, cpus_per_trial: float = 1.0, env_id: str | None = None):
+    """Run (or resume) the sweep; returns its results as a pandas DataFrame (also ``results.csv``).
+    ``env_id``: the registered task the trials train and are evaluated on (its keyword arguments
+    under ``env_kwargs``, its section of the zoo configs); ``None``: ``env_kwargs`` over v1's
+    defaults."""
     import ray
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
@@ -122,8 +147,8 @@ def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None
         tuner = tune.Tuner.restore(path, trainable=fn, resume_unfinished=True, resume_errored=True)
     else:
         scheduler = ASHAScheduler(time_attr="training_iteration", max_t=chunks, grace_period=1, reduction_factor=2)
-        tuner = tune.Tuner(fn, param_space=build_space(trainer, space, seeds, dict(env_kwargs or {}), chunks, chunk,
-                                                        eval_seeds, cpus_per_trial),
+        tuner = tune.Tuner(fn, param_space=build_space(trainer, space, seeds, trial_env_kwargs(env_id, env_kwargs),
+                                                        chunks, chunk, eval_seeds, cpus_per_trial, env_id),
                            tune_config=tune.TuneConfig(metric=METRIC, mode="max", scheduler=scheduler),
                            run_config=tune.RunConfig(name=name, storage_path=out, verbose=0))
     results = tuner.fit()
@@ -136,7 +161,7 @@ def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None
     return table
 
 
-def check_space(trainer: str, space: dict) -> None:
+def check_space(trainer: str, space: dict, env_id: str | None = None) -> None:
     """``ValueError`` naming the key, before Ray starts: every key a field of the trainer's config
     (SHACConfig, or the SB3 algorithm's keyword arguments and RL Zoo's keys), every value one it
     takes (SHAC: its validate())."""
@@ -163,7 +188,7 @@ def check_space(trainer: str, space: dict) -> None:
 
     cls = {"ppo": PPO, "sac": SAC}[trainer]
     known = set(inspect.signature(cls.__init__).parameters) - {"self", "env", "seed", "device", "verbose"}
-    known |= set(base_config(trainer)) | {"n_envs", "normalize", "policy", "policy_kwargs"}
+    known |= set(base_config(trainer, env_id or DEFAULT_ID)) | {"n_envs", "normalize", "policy", "policy_kwargs"}
     for k in space:
         if k not in known:
             raise ValueError(f"--space[{k!r}] is not a {cls.__name__} argument or RL Zoo key (known: {sorted(known)})")
@@ -181,15 +206,24 @@ def parse_args(argv=None):
     ap.add_argument("--chunk", type=cli.positive_int, default=None, help="SHAC iterations or SB3 env steps per report")
     ap.add_argument("--eval-seeds", type=cli.int_in(1, len(VALIDATION_SEEDS)), default=4,
                     help="validation courses per evaluation")
-    ap.add_env_kwargs()
+    ap.add_argument("--env-id", default=None,
+                    help="a registered dyn4_gym id (Dyn4HumveeRace-v0, say): the trials' env is gym.make(ID, **env_kwargs) "
+                         "and PPO and SAC start from its section of configs/<trainer>.yml (default: Dyn4Humvee-v1's "
+                         "section, and --env-kwargs over the env's defaults)")
+    ap.add_env_kwargs("JSON of the env's keyword arguments (over --env-id's, when given)")
     ap.add_output("--out", "runs/tune")
     ap.add_argument("--name", default=None, help="the sweep's name (its folder under --out; rerun it to resume)")
     ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start Ray on this machine)")
     ap.add_argument("--cpus-per-trial", type=cli.float_in(0.0, 1024.0, lo_open=True), default=1.0,
                     help="CPUs (and torch threads) per trial; all of a small machine's runs one trial at a time")
     args = ap.parse_args(argv)
+    if args.env_id is not None:
+        try:
+            ap.check_env_kwargs("--env-id", trial_env_kwargs(args.env_id, args.env_kwargs))
+        except Exception as exc:  # an unknown id (gymnasium's error), or a foreign one
+            ap.fail("--env-id", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     try:
-        check_space(args.trainer, args.space)
+        check_space(args.trainer, args.space, args.env_id)
     except ValueError as exc:
         ap.fail("--space", str(exc))
     if args.name is not None and (not args.name.strip() or os.sep in args.name or args.name in (".", "..")):
@@ -201,7 +235,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     table = run_sweep(args.trainer, args.space, args.seeds, args.env_kwargs, args.chunks, args.chunk, args.eval_seeds,
-                      args.out, args.name, args.address, args.cpus_per_trial)
+                      args.out, args.name, args.address, args.cpus_per_trial, args.env_id)
     import pandas as pd
 
     with pd.option_context("display.width", 160, "display.max_columns", 20):

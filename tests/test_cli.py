@@ -25,7 +25,7 @@ SCRIPTS = {
     "agents/train_sb3.py": ["--algo", "--config", "--timesteps", "--env-kwargs", "--seed", "--eval-freq",
                             "--eval-episodes", "--out"],
     "agents/train_rllib.py": ["--iterations", "--env-runners", "--envs-per-runner", "--batch", "--env-kwargs", "--out"],
-    "agents/tune.py": ["--trainer", "--space", "--seeds", "--chunks", "--chunk", "--eval-seeds", "--env-kwargs",
+    "agents/tune.py": ["--trainer", "--space", "--seeds", "--chunks", "--chunk", "--eval-seeds", "--env-id", "--env-kwargs",
                        "--out", "--name", "--cpus-per-trial"],
     "envs/play.py": ["--seed", "--env-kwargs", "--keys", "--out"],
     "envs/preview.py": ["--seed", "--out", "--env-kwargs"],
@@ -103,6 +103,8 @@ def test_random_flag_values_parse_or_fail_in_one_line(path, scripts, tmp_path_fa
     ("agents/evaluate.py", ["--policy", "x.zip"], "--policy"),
     ("agents/tune.py", ["--space", '{"nope": [1]}'], "--space"),
     ("agents/tune.py", ["--trainer", "ppo", "--space", '{"nope": [1]}'], "--space"),
+    ("agents/tune.py", ["--env-id", "CartPole-v1"], "--env-id"),
+    ("agents/tune.py", ["--env-id", "Dyn4HumveeNope-v0"], "--env-id"),
     ("envs/play.py", ["--keys", "wq"], "--keys"),
     ("dyn4_gym/__main__.py", ["--eval-seeds", "0"], "--eval-seeds"),
 ])

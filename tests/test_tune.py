@@ -41,6 +41,26 @@ def test_bad_spaces_are_refused(load_script):
     assert e.value.code == 2
 
 
+def test_a_sweep_on_a_registered_id_starts_from_its_settings(load_script):
+    """--env-id: the trials' env is the id's (its keyword arguments under --env-kwargs, key by
+    key) and SB3 trials start from the id's section of the zoo config. Before, a SAC sweep on the
+    race started from v1's section: 4 gradient steps a step where the race's section has 16."""
+    import dyn4_gym
+
+    tune = load_script("agents/tune.py")
+    assert tune.base_config("sac")["gradient_steps"] == 4
+    assert tune.base_config("sac", "Dyn4HumveeRace-v0")["gradient_steps"] == 16
+    space = tune.build_space("sac", {"gamma": [0.99]}, 1, {}, 1, 1, 1, env_id="Dyn4HumveeRace-v0")
+    assert space["base"]["gradient_steps"] == 16
+    kw = tune.trial_env_kwargs("Dyn4HumveeRace-v0", {"episode_steps": 50})
+    assert kw == {**dyn4_gym.RACE, "episode_steps": 50}
+    assert tune.trial_env_kwargs(None, {"episode_steps": 50}) == {"episode_steps": 50}
+    args = tune.parse_args(["--trainer", "sac", "--env-id", "Dyn4HumveeEco-v1", "--space", '{"gamma": [0.99]}'])
+    assert args.env_id == "Dyn4HumveeEco-v1" and args.env_kwargs == {}
+    with pytest.raises(SystemExit):  # a key the id's env refuses, caught before Ray starts
+        tune.parse_args(["--env-id", "Dyn4HumveeRace-v0", "--env-kwargs", '{"episode_steps": 0}'])
+
+
 @pytest.mark.slow
 def test_rllib_ppo_trains_on_the_env_with_two_env_runners(load_script):
     """Runs where ray[rllib] is installed (it pins gymnasium==1.2.2, so not in CI's environment;
