@@ -78,6 +78,28 @@ def test_gradients_through_a_32_step_window_are_finite():
     assert all(torch.isfinite(p.grad).all() for p in agent.actor.parameters())
 
 
+def test_ahac_cuts_windows_at_stiff_steps_and_is_shac_without_them(tmp_path):
+    """``SHACConfig.stiff_cut`` (AHAC's adaptive horizon, per row): a threshold no step reaches
+    trains exactly as SHAC does; one that every moving step passes cuts nearly every row's window
+    at every step, and the gradient stays finite. The checkpoint keeps the setting; bad values
+    are refused (the cut's effect on the graph: tests/test_envs.py, detach_rows)."""
+    cfg = SHACConfig(num_envs=4, horizon=8, critic_iters=1, seed=3)
+    plain, never = SHAC(cfg, SMALL), SHAC(replace(cfg, stiff_cut=1e9), SMALL)
+    for _ in range(2):
+        a, b = plain.iteration(), never.iteration()
+        assert a["actor_loss"] == b["actor_loss"] and b["stiff_cut_share"] == 0.0
+    obs = torch.randn(5, 30)
+    assert torch.equal(plain.policy(obs), never.policy(obs))
+    always = SHAC(replace(cfg, stiff_cut=1e-30), SMALL)
+    rec = always.iteration()
+    assert rec["grad_finite"] and rec["stiff_cut_share"] > 0.9
+    always.save(str(tmp_path / "a.pt"))
+    assert SHAC.load(str(tmp_path / "a.pt")).config.stiff_cut == 1e-30
+    for bad in (0.0, -1.0, float("nan"), float("inf"), True, "0.1"):
+        with pytest.raises(ValueError, match="stiff_cut"):
+            SHACConfig(stiff_cut=bad).validate()
+
+
 def test_save_load_and_resume(tmp_path):
     agent = SHAC(SHACConfig(num_envs=4, horizon=8, critic_iters=1), SMALL)
     agent.train(iterations=2, log=None)

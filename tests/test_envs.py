@@ -290,6 +290,26 @@ def test_render_rgb_array():
     env.close()
 
 
+def test_detach_rows_cuts_the_graph_of_those_rows_alone():
+    """``Dyn4DiffEnv.detach_rows``: the masked rows' next steps no longer depend on the actions
+    before the cut, the others' still do; a bad mask is refused and changes nothing."""
+    denv = Dyn4DiffEnv(num_envs=3, dtype="float64")
+    denv.reset(seed=0)
+    a0 = torch.tensor([[0.05, 0.4]] * 3, dtype=torch.float64, requires_grad=True)
+    denv.step(a0)
+    x_before = denv.state.x.detach().clone()
+    for bad in (torch.tensor([True, False]), torch.tensor([1, 0, 0]), [True, False, True]):
+        with pytest.raises(ValueError, match="rows"):
+            denv.detach_rows(bad)
+    obs = denv.detach_rows(torch.tensor([True, False, False]))
+    assert torch.equal(denv.state.x.detach(), x_before)  # values unchanged
+    assert obs.shape == (3, denv.obs_dim)
+    for _ in range(3):
+        obs, r, *_ = denv.step(torch.tensor([[0.05, 0.4]] * 3, dtype=torch.float64))
+    (g,) = torch.autograd.grad(denv.state.x[:, :6].sum(), a0)
+    assert g[0].abs().sum() == 0 and (g[1:].abs().sum(-1) > 0).all()
+
+
 def test_differentiable_env_and_rollout_carry_gradients():
     denv = Dyn4DiffEnv(num_envs=4, dtype="float64")
     obs = denv.reset(seed=0)

@@ -14,6 +14,7 @@ import torch
 from .config import EnvConfig
 from .core import TaskCore, TaskState
 from .inputs import check_seed, seed_to_key
+from .._tree import tree_map
 
 __all__ = ["Dyn4DiffEnv", "policy_rollout"]
 
@@ -73,6 +74,21 @@ class Dyn4DiffEnv:
     def detach(self) -> torch.Tensor:
         """Cut the graph here: the next steps' gradients stop at the current state."""
         self.state = self.state.detach()
+        return self.core.observe(self.state)
+
+    def detach_rows(self, rows: torch.Tensor) -> torch.Tensor:
+        """Cut the graph here for the rows where the ``(num_envs,)`` bool mask ``rows`` is true
+        (the others keep theirs); returns the observation, those rows' cut from the graph."""
+        if not (isinstance(rows, torch.Tensor) and rows.dtype == torch.bool and rows.shape == (self.num_envs,)):
+            raise ValueError(f"rows must be a bool tensor of shape ({self.num_envs},)")
+        rows = rows.to(self.state.x.device)
+
+        def cut(t: torch.Tensor) -> torch.Tensor:
+            if not t.requires_grad or t.shape[:1] != rows.shape:
+                return t
+            return torch.where(rows.view(-1, *[1] * (t.dim() - 1)), t.detach(), t)
+
+        self.state = tree_map(cut, self.state)
         return self.core.observe(self.state)
 
 
