@@ -220,8 +220,10 @@ def parse_args(argv=None):
     if args.env_id is not None:
         try:
             ap.check_env_kwargs("--env-id", trial_env_kwargs(args.env_id, args.env_kwargs))
-        except Exception as exc:  # an unknown id (gymnasium's error), or a foreign one
-            ap.fail("--env-id", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            base_config(args.trainer, args.env_id)  # PPO and SAC: the zoo config has a section for it
+        except Exception as exc:  # an unknown id (gymnasium's error), a foreign one, or no section
+            why = str(exc.args[0]) if exc.args else type(exc).__name__
+            ap.fail("--env-id", why.splitlines()[0])
     try:
         check_space(args.trainer, args.space, args.env_id)
     except ValueError as exc:

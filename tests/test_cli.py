@@ -105,6 +105,7 @@ def test_random_flag_values_parse_or_fail_in_one_line(path, scripts, tmp_path_fa
     ("agents/tune.py", ["--trainer", "ppo", "--space", '{"nope": [1]}'], "--space"),
     ("agents/tune.py", ["--env-id", "CartPole-v1"], "--env-id"),
     ("agents/tune.py", ["--env-id", "Dyn4HumveeNope-v0"], "--env-id"),
+    ("agents/tune.py", ["--trainer", "ppo", "--env-id", "Dyn4HumveeDriver-v1", "--space", '{"gamma": [0.99]}'], "--env-id"),
     ("envs/play.py", ["--keys", "wq"], "--keys"),
     ("dyn4_gym/__main__.py", ["--eval-seeds", "0"], "--eval-seeds"),
 ])
