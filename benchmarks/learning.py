@@ -24,10 +24,11 @@ finished past the eco budget, counts as infinitely slow or thirsty), and the rep
 interquartile mean over seeds x courses with a 95 % bootstrap interval that resamples both,
 curves against env steps and wall-clock, and the issue's targets, met or missed.
 
-On a machine with cores to spare, ``--shard K/N`` in N processes (K = 0..N-1, the same ``--out``,
-``OMP_NUM_THREADS`` set to their share of the cores) trains the plan in N disjoint parts into one
-CSV. The README's figures come from one process: on the 2-core machine two shards of one thread
-each ran every run about 4x slower than one process alone, so sharding lost there.
+``--shard K/N`` in N processes (K = 0..N-1, the same ``--out``) trains the plan in N disjoint
+parts into one CSV. Each shard takes its share of the cores for torch and the kernels
+(:func:`shard_threads`; ``DYN4_GYM_THREADS`` overrides it): unbounded, two SAC shards on the
+2-core machine ran two busy threads each and trained about 5x slower per env step than with one
+thread each.
 """
 
 from __future__ import annotations
@@ -312,6 +313,21 @@ def _eta(runs, finished, current, current_steps, rates) -> float:
         rate = n / t if t > 0 and n > 0 else slowest
         left += (budget - (current_steps if j == current else 0)) / max(rate, 1e-9)
     return left
+
+
+def shard_threads(shards: int) -> int | None:
+    """Give each of ``shards`` processes its share of the cores (at least 1) for torch's and the
+    kernels' threads, where ``shards`` > 1 and ``DYN4_GYM_THREADS`` is unset (the user's setting
+    wins). Returns the count set, or None. Why: torch's and Numba's defaults each take every core,
+    so N shards would run N times the cores' threads, and they wait on each other."""
+    from dyn4_gym import threads
+
+    if shards <= 1 or os.environ.get(threads.ENV_VAR, "").strip():
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    n = max(1, cores // shards)
+    threads.set_threads(n)
+    return n
 
 
 def train_all(args, path: str, eval_seeds) -> None:
@@ -825,7 +841,7 @@ def parse_args(argv=None):
     ap.add_argument("--pareto-seeds", type=cli.int_in(1, 1000), default=2)
     ap.add_argument("--shard", default="0/1", metavar="K/N",
                     help="train only every N-th run of the plan, from the K-th: N processes with K = 0..N-1 "
-                         "share one --out (set OMP_NUM_THREADS so they do not fight over the cores)")
+                         "share one --out; each takes 1/N of the cores' threads unless DYN4_GYM_THREADS is set")
     ap.add_argument("--out", default="runs/learning")
     ap.add_argument("--docs", default="docs", help="copy the plots, CSV and summary here ('' for no copy)")
     ap.add_argument("--report-only", action="store_true", help="no training: the report from the CSV so far")
@@ -852,6 +868,9 @@ def main(argv=None) -> int:
     path = os.path.join(args.out, "curves.csv")
     eval_seeds = EVAL_SEEDS[: args.eval_seeds or 8]  # the v1 tasks'; the tasks at the limits use all 16
     if not args.report_only:
+        n = shard_threads(args.shard[1])
+        if n is not None:
+            print(f"shard {args.shard[0]}/{args.shard[1]}: {n} thread(s) for torch and the kernels")
         train_all(args, path, eval_seeds)
     elif not os.path.exists(path) and args.docs and os.path.exists(os.path.join(args.docs, "learning_curves.csv")):
         # a fresh clone has no runs of its own: report the committed results

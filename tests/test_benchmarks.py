@@ -3,6 +3,7 @@ the report and plots from the CSV, and a rerun resumes (finished runs are kept, 
 
 import csv
 import json
+import os
 
 import pytest
 
@@ -68,6 +69,34 @@ def test_learning_benchmark_shards_share_one_csv(tmp_path, capsys, load_script):
     with pytest.raises(SystemExit) as e:
         lb.main(args + ["--shard", "2/2"])
     assert e.value.code == 2
+
+
+def test_learning_benchmark_shards_take_their_share_of_the_cores(monkeypatch, load_script):
+    """``--shard K/N`` with N > 1 bounds torch's and the kernels' threads to the cores over N
+    (at least 1): unbounded, each shard ran every core's worth of threads and two SAC shards
+    trained ~5x slower per step. One process, or a set ``DYN4_GYM_THREADS``, is left alone."""
+    import numba
+    import torch
+
+    from dyn4_gym import threads
+
+    lb = load_script("benchmarks/learning.py")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    before = torch.get_num_threads(), numba.get_num_threads()
+    try:
+        monkeypatch.delenv(threads.ENV_VAR, raising=False)
+        torch.set_num_threads(3)
+        assert lb.shard_threads(1) is None and torch.get_num_threads() == 3
+        want = max(1, cores // 2)
+        assert lb.shard_threads(2) == want
+        assert torch.get_num_threads() == want and numba.get_num_threads() == min(want, numba.config.NUMBA_NUM_THREADS)
+        assert lb.shard_threads(4 * cores) == 1 and torch.get_num_threads() == 1
+        monkeypatch.setenv(threads.ENV_VAR, "2")
+        torch.set_num_threads(3)
+        assert lb.shard_threads(2) is None and torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before[0])
+        numba.set_num_threads(before[1])
 
 
 @pytest.mark.slow
