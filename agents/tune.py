@@ -9,6 +9,8 @@ unfinished ones run again).
     python agents/tune.py --trainer shac --space '{"actor_lr": [5e-4, 1e-3, 2e-3]}' --seeds 3
     python agents/tune.py --trainer ppo --space '{"learning_rate": [1e-4, 3e-4]}' --chunks 10 --chunk 4096
     python agents/tune.py --trainer sac --env-id Dyn4HumveeRace-v0 --space '{"gamma": [0.99, 0.995]}'
+    python agents/tune.py --trainer ppo --env-id Dyn4HumveeEco-v1 --metric task \
+        --env-kwargs '{"schedule_margin": 1.0}' --space '{"learning_rate": [1e-4, 3e-4]}'
     python agents/tune.py --trainer shac --address ray://head:10001 ...   # a cluster
 """
 
@@ -20,7 +22,11 @@ import numpy as np
 
 from dyn4_gym import cli
 
-METRIC = "mean_return"  # on the validation seeds (dyn4_gym.agents.evaluation.VALIDATION_SEEDS), never the held-out ones
+# what ASHA ranks the trials by (higher is better), on the validation seeds
+# (dyn4_gym.agents.evaluation.VALIDATION_SEEDS), never the held-out ones: the trial env's mean
+# return, or the task's own metric on the id as registered (where the trials train on another
+# env: eco's margins and reward weights), as a finite score (evaluation.task_score)
+METRICS = {"return": "mean_return", "task": "task_score"}
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
 
@@ -35,9 +41,19 @@ def _numbers(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def _report(ev) -> dict:
-    """An evaluation's figures, with its per-episode reward terms and books lines."""
-    return {**ev.row(), **_numbers(ev.terms, "eval_term/"), **_numbers(ev.books, "eval_books/")}
+def _report(ev, time_budget=None) -> dict:
+    """An evaluation's figures, with its per-episode reward terms and books lines; with
+    ``time_budget`` (a dict holding the task's budget, None for the race) the task's metric too:
+    ``task_iqm`` (lower is better; inf where over a quarter of the courses do not count),
+    ``task_counted`` (the share that count) and ``task_score`` (what ASHA ranks)."""
+    out = {**ev.row(), **_numbers(ev.terms, "eval_term/"), **_numbers(ev.books, "eval_books/")}
+    if time_budget is not None:
+        from dyn4_gym.agents.evaluation import task_metric, task_score
+        from dyn4_gym.agents.stats import iqm
+
+        m = task_metric(ev, time_budget["time_budget"])
+        out.update(task_iqm=iqm(m), task_counted=float(np.isfinite(m).mean()), task_score=task_score(m))
+    return out
 
 
 def trainable(config: dict) -> None:
@@ -51,6 +67,9 @@ def trainable(config: dict) -> None:
     torch.set_num_threads(max(int(config.get("cpus", 1)), 1))  # the trial's CPUs
     env_kwargs, params, seed = config["env_kwargs"], dict(config["params"]), int(config["seed"])
     seeds = VALIDATION_SEEDS[: config["eval_seeds"]]  # choosing settings: never on the held-out courses
+    task = config.get("task")  # the task metric: evaluate on the id as registered, not the trial env
+    eval_kwargs = env_kwargs if task is None else task["env_kwargs"]
+    budget = None if task is None else {"time_budget": task["time_budget"]}
     if config["trainer"] == "shac":
         from dyn4_gym.agents import SHAC, SHACConfig
 
@@ -58,8 +77,8 @@ def trainable(config: dict) -> None:
         agent = SHAC(SHACConfig(**params, seed=seed), env_kwargs)
         for _ in range(config["chunks"]):
             recs = agent.train(iterations=config["chunk"], log=None)
-            ev = evaluate(agent.policy, env_kwargs, seeds=seeds)
-            tune.report({**_report(ev), "env_steps": agent.env_steps, **_numbers(recs[-1] if recs else {}, "train/")})
+            ev = evaluate(agent.policy, eval_kwargs, seeds=seeds)
+            tune.report({**_report(ev, budget), "env_steps": agent.env_steps, **_numbers(recs[-1] if recs else {}, "train/")})
     else:
         from dyn4_gym.agents.sb3_glue import make_model, model_policy, parse_zoo_values
 
@@ -68,8 +87,8 @@ def trainable(config: dict) -> None:
         model = make_model(config["trainer"], hp, env_kwargs, seed=seed)
         for _ in range(config["chunks"]):
             model.learn(total_timesteps=config["chunk"], reset_num_timesteps=False)
-            ev = evaluate(model_policy(model), env_kwargs, seeds=seeds)
-            tune.report({**_report(ev), "env_steps": model.num_timesteps})
+            ev = evaluate(model_policy(model), eval_kwargs, seeds=seeds)
+            tune.report({**_report(ev, budget), "env_steps": model.num_timesteps})
 
 
 DEFAULT_ID = "Dyn4Humvee-v1"  # the task a sweep runs on unless --env-id says otherwise
@@ -93,7 +112,10 @@ def base_config(trainer: str, env_id: str = DEFAULT_ID) -> dict:
 
 def trial_env_kwargs(env_id: str | None, env_kwargs: dict | None) -> dict:
     """The trials' env keyword arguments: ``env_id``'s registered ones (none for ``None``) with
-    ``env_kwargs`` over them, key by key, as ``gym.make(env_id, **env_kwargs)`` merges them."""
+    ``env_kwargs`` over them, key by key, and ``reward_weights`` term by term (where
+    ``gym.make(env_id, reward_weights=...)`` would replace the id's weights, and the terms left
+    out would fall back to v1's defaults): ``{"reward_weights": {"schedule": 5.0}}`` changes one
+    weight of the id's task, as the learning benchmark builds the learners' training envs."""
     if env_id is None:
         return dict(env_kwargs or {})
     import gymnasium as gym
@@ -103,38 +125,57 @@ def trial_env_kwargs(env_id: str | None, env_kwargs: dict | None) -> dict:
     spec = gym.spec(env_id)
     if not spec.entry_point.startswith("dyn4_gym."):
         raise ValueError(f"--env-id must be a dyn4_gym id, got {env_id!r}")
-    return {**spec.kwargs, **(env_kwargs or {})}
+    out = {**spec.kwargs, **(env_kwargs or {})}
+    if isinstance(spec.kwargs.get("reward_weights"), dict) and isinstance(out.get("reward_weights"), dict):
+        out["reward_weights"] = {**spec.kwargs["reward_weights"], **out["reward_weights"]}
+    return out
+
+
+def task_of(env_id: str | None) -> dict:
+    """The task metric's evaluation: ``env_id`` (v1 for None) as registered, and its time budget
+    [s] (None: the metric is the time to finish; set: litres per 100 km arriving within it)."""
+    kw = trial_env_kwargs(env_id or DEFAULT_ID, None)
+    from dyn4_gym.envs import EnvConfig
+
+    cfg = EnvConfig.from_dict({k: v for k, v in kw.items() if k != "engine"})
+    return {"env_kwargs": kw, "time_budget": cfg.time_budget}
 
 
 def build_space(trainer: str, space: dict, seeds: int, env_kwargs: dict, chunks: int, chunk: int, eval_seeds: int,
-                cpus_per_trial: float = 1.0, env_id: str | None = None):
+                cpus_per_trial: float = 1.0, env_id: str | None = None, task: dict | None = None):
     """Tune's param space: a grid over each listed value of ``space`` and over ``seeds`` seeds;
     PPO's and SAC's other settings from ``env_id``'s section of configs/<trainer>.yml (v1's for
-    ``None``)."""
+    ``None``); ``task`` (:func:`task_of`): evaluate on it with its metric."""
     from ray import tune
 
     for k, v in space.items():
         if not isinstance(v, list) or not v:
             raise ValueError(f"--space[{k!r}] must be a non-empty list of values")
     return dict(trainer=trainer, env_kwargs=env_kwargs, chunks=chunks, chunk=chunk, eval_seeds=eval_seeds,
-                base=base_config(trainer, env_id or DEFAULT_ID), cpus=cpus_per_trial,
+                base=base_config(trainer, env_id or DEFAULT_ID), cpus=cpus_per_trial, task=task,
                 seed=tune.grid_search(list(range(seeds))),
                 params={k: tune.grid_search(v) for k, v in space.items()})
 
 
 def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None = None, chunks: int = 4,
               chunk: int | None = None, eval_seeds: int = 4, out: str = "runs/tune", name: str | None = None,
-              address: str | None = None, cpus_per_trial: float = 1.0, env_id: str | None = None):
+              address: str | None = None, cpus_per_trial: float = 1.0, env_id: str | None = None,
+              metric: str = "return"):
     """Run (or resume) the sweep; returns its results as a pandas DataFrame (also ``results.csv``).
     ``env_id``: the registered task the trials train and are evaluated on (its keyword arguments
     under ``env_kwargs``, its section of the zoo configs); ``None``: ``env_kwargs`` over v1's
-    defaults."""
+    defaults. ``metric`` (``METRICS``): ``"return"`` ranks the trials by the trial env's mean
+    return; ``"task"`` evaluates on ``env_id`` as registered and ranks by its task metric
+    (``task_score``; the table also gives ``task_iqm`` and ``task_counted``)."""
     import ray
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
     if trainer not in ("shac", "ppo", "sac"):
         raise ValueError(f"--trainer must be shac, ppo or sac, got {trainer!r}")
+    if metric not in METRICS:
+        raise ValueError(f"--metric must be one of {sorted(METRICS)}, got {metric!r}")
+    rank = METRICS[metric]
     chunk = chunk or (5 if trainer == "shac" else 4096)
     name = name or f"{trainer}_sweep"
     out = os.path.abspath(out)
@@ -148,15 +189,17 @@ def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None
     else:
         scheduler = ASHAScheduler(time_attr="training_iteration", max_t=chunks, grace_period=1, reduction_factor=2)
         tuner = tune.Tuner(fn, param_space=build_space(trainer, space, seeds, trial_env_kwargs(env_id, env_kwargs),
-                                                        chunks, chunk, eval_seeds, cpus_per_trial, env_id),
-                           tune_config=tune.TuneConfig(metric=METRIC, mode="max", scheduler=scheduler),
+                                                        chunks, chunk, eval_seeds, cpus_per_trial, env_id,
+                                                        task_of(env_id) if metric == "task" else None),
+                           tune_config=tune.TuneConfig(metric=rank, mode="max", scheduler=scheduler),
                            run_config=tune.RunConfig(name=name, storage_path=out, verbose=0))
     results = tuner.fit()
     df = results.get_dataframe()
     keep = [c for c in df.columns if c.startswith("config/params/") or c in (
-        "config/seed", METRIC, "finished", "mean_speed", "energy_per_km", "env_steps", "training_iteration")]
+        "config/seed", rank, "mean_return", "task_iqm", "task_counted", "finished", "mean_speed", "energy_per_km",
+        "env_steps", "training_iteration")]
     table = df[keep].rename(columns=lambda c: c.replace("config/params/", "").replace("config/", ""))
-    table = table.sort_values(METRIC, ascending=False)
+    table = table.sort_values(rank, ascending=False)
     table.to_csv(os.path.join(out, name, "results.csv"), index=False)
     return table
 
@@ -211,6 +254,10 @@ def parse_args(argv=None):
                          "and PPO and SAC start from its section of configs/<trainer>.yml (default: Dyn4Humvee-v1's "
                          "section, and --env-kwargs over the env's defaults)")
     ap.add_env_kwargs("JSON of the env's keyword arguments (over --env-id's, when given)")
+    ap.add_argument("--metric", choices=tuple(METRICS), default="return",
+                    help="what ASHA ranks: the trial env's mean return, or the task's metric on --env-id as registered "
+                         "(time to finish; litres per 100 km within the time budget where it has one), for trials "
+                         "that train on another env (--env-kwargs)")
     ap.add_output("--out", "runs/tune")
     ap.add_argument("--name", default=None, help="the sweep's name (its folder under --out; rerun it to resume)")
     ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start Ray on this machine)")
@@ -237,7 +284,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     table = run_sweep(args.trainer, args.space, args.seeds, args.env_kwargs, args.chunks, args.chunk, args.eval_seeds,
-                      args.out, args.name, args.address, args.cpus_per_trial, args.env_id)
+                      args.out, args.name, args.address, args.cpus_per_trial, args.env_id, args.metric)
     import pandas as pd
 
     with pd.option_context("display.width", 160, "display.max_columns", 20):

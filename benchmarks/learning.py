@@ -52,8 +52,7 @@ import torch
 
 from dyn4_gym import ECO_CLOCK, FLAT_GROUND, RACE, cli
 from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig, shac_published
-from dyn4_gym.agents.eco import counted_litres
-from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate
+from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate, task_metric
 from dyn4_gym.agents.stats import bootstrap_ci, iqm
 from dyn4_gym.agents.sb3_glue import load_zoo_config, make_model, model_policy
 from dyn4_gym.envs.core import OBS_INDEX
@@ -278,10 +277,9 @@ def plan(args) -> list[tuple]:
 
 def limit_metric(task: str, ev) -> np.ndarray:
     """Per course: the race's time to finish [s], the eco task's litres per 100 km when it
-    arrived within the budget; ``inf`` for a course that does not count (not finished, or late)."""
-    if task == "race":
-        return ev.arrival
-    return counted_litres(ev.arrival, ev.litres, LIMITS["eco"][1]["time_budget"])
+    arrived within the budget; ``inf`` for a course that does not count (not finished, or late)
+    (dyn4_gym.agents.evaluation.task_metric, which agents/tune.py's task metric reads too)."""
+    return task_metric(ev, LIMITS[task][1].get("time_budget"))
 
 
 def _eval_row(task, method, seed, weight, steps, wall, policy, gn, eval_seeds) -> dict:

@@ -50,3 +50,37 @@ def test_a_two_dimensional_bootstrap_resamples_seeds_and_courses():
     for bad in (np.zeros((2, 2, 2)), np.zeros((0, 3)), []):
         with pytest.raises(ValueError, match="1-D or 2-D"):
             bootstrap_ci(bad)
+
+
+def test_the_task_score_ranks_as_the_tasks_at_the_limits_do():
+    """evaluation.task_score (what agents/tune.py's ASHA ranks with --metric task) is finite and
+    orders per-course metrics as the benchmark does: a lower finite IQM is better, any finite IQM
+    beats an infinite one, and among infinite ones more counted courses are better."""
+    from dyn4_gym.agents.evaluation import task_score
+
+    fast, slow = [17.0, 17.5, 18.0, 18.5], [19.0, 19.5, 20.0, 20.5]
+    one_out, half_out, all_out = [17.0, 17.5, 18.0, np.inf], [17.0, 17.5, np.inf, np.inf], [np.inf] * 4
+    scores = [task_score(x) for x in (fast, one_out, slow, half_out, all_out)]
+    assert all(np.isfinite(scores)) and scores == sorted(scores, reverse=True)
+    assert task_score(fast) == pytest.approx(1.0 + 1.0 / (1.0 + iqm(fast)))
+    assert task_score(half_out) == pytest.approx(0.5) and task_score(all_out) == 0.0
+    for bad in ([np.nan, 1.0], [-1.0, 2.0]):
+        with pytest.raises(ValueError, match="task_score"):
+            task_score(bad)
+
+
+def test_the_task_metric_is_time_to_finish_or_litres_within_the_budget():
+    """evaluation.task_metric: the race's arrival time per course; with a time budget, the
+    litres where the car arrived in time and inf where late or never; a budget without the
+    driver's fuel figures is refused."""
+    from dyn4_gym.agents.evaluation import task_metric
+
+    class Ev:
+        arrival = np.array([40.0, 45.0, np.inf])
+        litres = np.array([10.0, 9.0, 8.0])
+
+    assert task_metric(Ev, None).tolist() == [40.0, 45.0, np.inf]
+    assert task_metric(Ev, 44.0).tolist() == [10.0, np.inf, np.inf]
+    Ev.litres = None
+    with pytest.raises(ValueError, match="driver"):
+        task_metric(Ev, 44.0)

@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 pytest.importorskip("ray.tune")
@@ -28,6 +29,11 @@ def test_a_two_trial_sweep_on_local_ray_reports_and_resumes(tmp_path, load_scrip
         # a rerun resumes: the finished trials come back as they were, nothing trains again
         again = tune.run_sweep(**kw)
         assert sorted(again["mean_return"]) == sorted(table["mean_return"])
+        # --metric task through Ray: ranked by the finite task_score, with the task's IQM (inf
+        # where over a quarter of the courses were not finished) and counted share in the table
+        task = tune.run_sweep(**{**kw, "seeds": 1, "chunks": 1, "name": "task", "metric": "task"})
+        assert len(task) == 1 and {"task_score", "task_iqm", "task_counted"} <= set(task.columns)
+        assert 0.0 <= task["task_score"].iloc[0] < 2.0 and 0.0 <= task["task_counted"].iloc[0] <= 1.0
     finally:
         ray.shutdown()
 
@@ -55,6 +61,10 @@ def test_a_sweep_on_a_registered_id_starts_from_its_settings(load_script):
     kw = tune.trial_env_kwargs("Dyn4HumveeRace-v0", {"episode_steps": 50})
     assert kw == {**dyn4_gym.RACE, "episode_steps": 50}
     assert tune.trial_env_kwargs(None, {"episode_steps": 50}) == {"episode_steps": 50}
+    # reward weights merge term by term: one weight changed, the id's others kept (gym.make's
+    # top-level merge would put v1's defaults under the terms left out)
+    eco = tune.trial_env_kwargs("Dyn4HumveeEco-v1", {"reward_weights": {"schedule": 5.0, "late": 0.0}})
+    assert eco["reward_weights"] == {**dyn4_gym.ECO["reward_weights"], "schedule": 5.0, "late": 0.0}
     args = tune.parse_args(["--trainer", "sac", "--env-id", "Dyn4HumveeEco-v1", "--space", '{"gamma": [0.99]}'])
     assert args.env_id == "Dyn4HumveeEco-v1" and args.env_kwargs == {}
     with pytest.raises(SystemExit):  # a key the id's env refuses, caught before Ray starts
@@ -77,3 +87,43 @@ def test_rllib_ppo_trains_on_the_env_with_two_env_runners(load_script):
         algo.stop()
     finally:
         ray.shutdown()
+
+
+@pytest.mark.parametrize("metric", ["task", "return"])
+def test_the_task_metric_evaluates_on_the_id_as_registered(metric, monkeypatch, load_script):
+    """--metric task: a trial trains on its own env (eco with 40-step episodes and a schedule
+    margin, as a sweep of the learners' training env would) and is evaluated on the id as
+    registered, reporting evaluation.task_metric's figures and the task_score ASHA ranks.
+    --metric return evaluates on the trial env, as before."""
+    import ray.tune
+
+    import dyn4_gym.agents.evaluation as evaluation
+    from dyn4_gym.agents.stats import iqm
+
+    tune = load_script("agents/tune.py")
+    task = tune.task_of("Dyn4HumveeEco-v1")
+    assert task["time_budget"] == 44.0 and task["env_kwargs"]["observe_clock"] is True
+    assert task["env_kwargs"]["episode_steps"] == 1200 and "schedule_margin" not in task["env_kwargs"]
+    assert tune.task_of("Dyn4HumveeRace-v0")["time_budget"] is None
+    reports, calls, real = [], [], evaluation.evaluate
+
+    def spy(policy, env_kwargs, seeds):
+        calls.append((dict(env_kwargs), real(policy, env_kwargs, seeds=seeds)))
+        return calls[-1][1]
+
+    monkeypatch.setattr(ray.tune, "report", reports.append)
+    monkeypatch.setattr(evaluation, "evaluate", spy)
+    train_kwargs = tune.trial_env_kwargs("Dyn4HumveeEco-v1", {"episode_steps": 40, "schedule_margin": 1.0})
+    space = tune.build_space("shac", {}, 1, train_kwargs, 1, 1, 2, env_id="Dyn4HumveeEco-v1",
+                             task=task if metric == "task" else None)
+    tune.trainable({**space, "seed": 0, "params": {"num_envs": 4, "horizon": 8}})
+    (rec,), ((kwargs, ev),) = reports, calls
+    assert rec["mean_return"] == ev.mean_return
+    if metric == "return":
+        assert kwargs == train_kwargs and "task_score" not in rec
+        return
+    assert kwargs == task["env_kwargs"]
+    m = evaluation.task_metric(ev, 44.0)
+    assert rec["task_score"] == evaluation.task_score(m) and rec["task_counted"] == np.isfinite(m).mean()
+    assert rec["task_iqm"] == iqm(m) or np.isinf(rec["task_iqm"]) and np.isinf(iqm(m))
+    assert tune.METRICS[tune.parse_args(["--metric", "task", "--env-id", "Dyn4HumveeEco-v1"]).metric] == "task_score"

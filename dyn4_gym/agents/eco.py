@@ -24,7 +24,7 @@ from ..envs.course import goal_arc
 from ..model.task import OBS_INDEX, obs_scale
 from ..plant.powertrain import HUMVEE_POWERTRAIN
 from .classical import PurePursuit
-from .evaluation import evaluate
+from .evaluation import counted_litres, evaluate  # counted_litres: the eco metric's one home
 
 __all__ = ["ECO_COAST_TUNED", "ECO_TUNED_SCALE", "EcoResult", "coast_policy", "constant_speed_policy", "counted_litres",
            "litres_per_100km", "run_eco_baseline"]
@@ -81,13 +81,6 @@ def coast_policy(cfg: EnvConfig, speed_scale: float = 1.0, coast_m: float = 0.0)
         return torch.cat((action[:, :1], pedals), -1)
 
     return policy
-
-
-def counted_litres(arrival, litres, time_budget: float) -> np.ndarray:
-    """The eco task's metric per course: litres per 100 km where the car arrived within
-    ``time_budget`` [s], ``inf`` where it did not count (late, or never arrived)."""
-    arrival = np.asarray(arrival, dtype=np.float64)
-    return np.where(arrival <= time_budget, np.asarray(litres, dtype=np.float64), np.inf)
 
 
 @dataclass(frozen=True)

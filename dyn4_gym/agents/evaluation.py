@@ -14,8 +14,9 @@ import torch
 
 from ..envs import EnvConfig, TaskCore
 from ..envs.inputs import check_actions
+from .stats import iqm
 
-__all__ = ["EVAL_SEEDS", "VALIDATION_SEEDS", "Evaluation", "evaluate"]
+__all__ = ["EVAL_SEEDS", "VALIDATION_SEEDS", "Evaluation", "evaluate", "counted_litres", "task_metric", "task_score"]
 
 EVAL_SEEDS = tuple(range(10_000, 10_016))  # held out: training draws from seeds below 10,000
 # for choosing settings (sweeps, early stopping): never the evaluation seeds, never training's
@@ -122,3 +123,35 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
         courses=courses, energy=np.stack(energy),
         terms={k: float(v.mean()) for k, v in terms.items()}, books={k: float(v.mean()) for k, v in books.items()},
         litres_per_100km=None if litres is None else float(litres.mean()), arrival=arrival, litres=litres)
+
+
+def counted_litres(arrival, litres, time_budget: float) -> np.ndarray:
+    """The eco task's metric per course: litres per 100 km where the car arrived within
+    ``time_budget`` [s], ``inf`` where it did not count (late, or never arrived)."""
+    arrival = np.asarray(arrival, dtype=np.float64)
+    return np.where(arrival <= time_budget, np.asarray(litres, dtype=np.float64), np.inf)
+
+
+def task_metric(ev: Evaluation, time_budget: float | None) -> np.ndarray:
+    """Per course, the metric of the tasks at the limits (docs/env.md; lower is better): with a
+    ``time_budget`` [s] (the eco task), litres per 100 km where the car arrived within it
+    (:func:`counted_litres`); without (the race), the time to finish [s]. ``inf`` where a course
+    does not count (not finished, or late)."""
+    if time_budget is None:
+        return np.asarray(ev.arrival, dtype=np.float64)
+    if ev.litres is None:
+        raise ValueError("a time budget's metric is litres per 100 km: the env needs action='driver'")
+    return counted_litres(ev.arrival, ev.litres, time_budget)
+
+
+def task_score(per_course) -> float:
+    """One finite number, higher is better, that orders evaluations as the tasks at the limits
+    rank them, for schedulers that compare scalars (Ray's ASHA takes no ``inf``): any finite IQM
+    of ``per_course`` beats every infinite one (more than a quarter of the courses uncounted);
+    finite ones score ``1 + 1 / (1 + IQM)`` (in (1, 2], the lower IQM the higher); infinite ones
+    score the share of courses that counted (in [0, 1))."""
+    m = np.asarray(per_course, dtype=np.float64).ravel()
+    if np.isnan(m).any() or (m < 0).any():
+        raise ValueError("task_score takes metrics >= 0 (inf for a course that does not count), no NaN")
+    q = iqm(m)
+    return 1.0 + 1.0 / (1.0 + q) if np.isfinite(q) else float(np.isfinite(m).mean())
