@@ -31,15 +31,23 @@ def test_compiled_step_matches_eager_to_rounding():
 @pytest.mark.slow
 def test_compiled_env_step_matches_eager_with_gradients():
     """``compile=True`` (TaskCore.compiled_step, forward and backward compiled) gives the eager
-    step's observations, rewards and policy gradient, through windows, detaches and resets."""
+    step's observations, rewards and policy gradient, through windows, detaches and resets, with
+    a user's reward term among the built-ins. The terms stay inside the compiled step: before,
+    the user term's write check split the step at every term, each term's name recompiled
+    ``evaluate_term`` until torch.compile's limit (8) sent it to eager."""
+    import torch._dynamo.eval_frame as eval_frame
+
     from dyn4_gym.envs import Dyn4DiffEnv
+    from dyn4_gym.envs.rewards import RewardTerm, evaluate_term
 
     D = torch.float64
+    mine = RewardTerm("mine", lambda c: -(c.speed - 11.0).abs() * c.roll_rate.abs())
     runs = {}
     for compiled in (False, True):
         torch.manual_seed(0)
         policy = torch.nn.Sequential(torch.nn.Linear(30, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2)).to(D)
-        env = Dyn4DiffEnv(num_envs=3, compile=compiled, dtype="float64", episode_steps=7, start_speed=12.0)
+        env = Dyn4DiffEnv(num_envs=3, compile=compiled, dtype="float64", episode_steps=7, start_speed=12.0,
+                          reward_terms=(mine,), reward_weights={"mine": 1.0})
         obs = env.reset(seed=5)
         trace, total = [], 0.0
         for t in range(16):
@@ -51,6 +59,8 @@ def test_compiled_env_step_matches_eager_with_gradients():
         total.backward()
         runs[compiled] = trace, [p.grad.clone() for p in policy.parameters()]
     (te, ge), (tc, gc) = runs[False], runs[True]
+    if hasattr(eval_frame, "_debug_get_cache_entry_list"):  # torch's view of its compiled frames
+        assert eval_frame._debug_get_cache_entry_list(evaluate_term.__code__) == []
     assert sum(bool(d.any()) for *_, d in te) >= 2  # resets happened inside the run
     for (oe, re, de), (oc, rc, dc) in zip(te, tc):
         assert torch.equal(de, dc)

@@ -165,7 +165,8 @@ def evaluate_term(name: str, term, ctx: StepContext, B: int, dtype: torch.dtype)
     """``term(ctx)`` as a ``(B,)`` tensor of ``dtype``, checked; the one way every engine runs a term.
 
     A term that is not a shipped built-in runs on its own copy of the context, so it cannot change
-    the car or the step by writing into its inputs (a write is an error that names the field).
+    the car or the step by writing into its inputs (a write is an error that names the field;
+    under ``torch.compile`` the copy still shields the step, unreported).
     Its output must be a ``(B,)`` tensor of a real dtype (bool and integer values are converted);
     a non-finite value is the non-finite guard's to flag (``info["nonfinite"]``). Raises
     ``ValueError`` (the env's state is left as it was).
@@ -174,7 +175,12 @@ def evaluate_term(name: str, term, ctx: StepContext, B: int, dtype: torch.dtype)
     if trusted:
         v = term(ctx)
     else:
-        own, versions = _copy_context(ctx)
+        # torch.compile cannot trace a tensor's _version: reading it split the compiled step at
+        # every term, and each term's name became a recompile of this function (past the limit
+        # of 8, the step fell back to eager). Compiled, the term still runs on its own copy, so a
+        # write cannot reach the step; only the eager step (and the Numba engine's) reports it.
+        compiling = _is_compiling()
+        own, versions = _copy_context(ctx, track=not compiling)
         v = term(own)
         for field, t in versions:
             if t[0]._version != t[1]:
@@ -188,18 +194,26 @@ def evaluate_term(name: str, term, ctx: StepContext, B: int, dtype: torch.dtype)
     return v if v.dtype == dtype else v.to(dtype)
 
 
-def _copy_context(ctx: StepContext):
-    """A copy of ``ctx`` with every tensor cloned (gradients flow through a clone), and each
-    clone's ``(tensor, version)`` by field, to find a term that writes into one."""
+def _is_compiling() -> bool:
+    """True while torch.compile traces (torch.compiler.is_compiling; torch._dynamo's before 2.3)."""
+    fn = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
+    return bool(fn())
+
+
+def _copy_context(ctx: StepContext, track: bool = True):
+    """A copy of ``ctx`` with every tensor cloned (gradients flow through a clone), and (with
+    ``track``) each clone's ``(tensor, version)`` by field, to find a term that writes into one."""
     versions, values = [], {}
     for f in dataclasses.fields(ctx):
         v = getattr(ctx, f.name)
         if isinstance(v, torch.Tensor):
             v = v.clone()
-            versions.append((f.name, (v, v._version)))
+            if track:
+                versions.append((f.name, (v, v._version)))
         elif isinstance(v, dict):
             v = {k: t.clone() for k, t in v.items()}
-            versions += [(f"{f.name}[{k!r}]", (t, t._version)) for k, t in v.items()]
+            if track:
+                versions += [(f"{f.name}[{k!r}]", (t, t._version)) for k, t in v.items()]
         values[f.name] = v
     return StepContext(**values), versions
 
