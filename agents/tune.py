@@ -9,8 +9,8 @@ unfinished ones run again).
     python agents/tune.py --trainer shac --space '{"actor_lr": [5e-4, 1e-3, 2e-3]}' --seeds 3
     python agents/tune.py --trainer ppo --space '{"learning_rate": [1e-4, 3e-4]}' --chunks 10 --chunk 4096
     python agents/tune.py --trainer sac --env-id Dyn4HumveeRace-v0 --space '{"gamma": [0.99, 0.995]}'
-    python agents/tune.py --trainer ppo --env-id Dyn4HumveeEco-v1 --metric task \
-        --env-kwargs '{"schedule_margin": 1.0}' --space '{"learning_rate": [1e-4, 3e-4]}'
+    python agents/tune.py --trainer ppo --env-id Dyn4HumveeEco-v1 --metric task --space '{"learning_rate": [1e-4, 3e-4]}' \
+        --env-kwargs '{"schedule_margin": 1.0, "reward_weights": {"late": 0.0, "schedule": 5.0, "progress": 0.0}}'
     python agents/tune.py --trainer shac --address ray://head:10001 ...   # a cluster
 """
 
@@ -41,17 +41,17 @@ def _numbers(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def _report(ev, time_budget=None) -> dict:
-    """An evaluation's figures, with its per-episode reward terms and books lines; with
-    ``time_budget`` (a dict holding the task's budget, None for the race) the task's metric too:
-    ``task_iqm`` (lower is better; inf where over a quarter of the courses do not count),
-    ``task_counted`` (the share that count) and ``task_score`` (what ASHA ranks)."""
+def _report(ev, task: dict | None = None) -> dict:
+    """An evaluation's figures, with its per-episode reward terms and books lines; with ``task``
+    (:func:`task_of`) the task's metric too: ``task_iqm`` (lower is better; inf where over a
+    quarter of the courses do not count), ``task_counted`` (the share that count) and
+    ``task_score`` (what ASHA ranks)."""
     out = {**ev.row(), **_numbers(ev.terms, "eval_term/"), **_numbers(ev.books, "eval_books/")}
-    if time_budget is not None:
+    if task is not None:
         from dyn4_gym.agents.evaluation import task_metric, task_score
         from dyn4_gym.agents.stats import iqm
 
-        m = task_metric(ev, time_budget["time_budget"])
+        m = task_metric(ev, task["time_budget"])
         out.update(task_iqm=iqm(m), task_counted=float(np.isfinite(m).mean()), task_score=task_score(m))
     return out
 
@@ -69,7 +69,6 @@ def trainable(config: dict) -> None:
     seeds = VALIDATION_SEEDS[: config["eval_seeds"]]  # choosing settings: never on the held-out courses
     task = config.get("task")  # the task metric: evaluate on the id as registered, not the trial env
     eval_kwargs = env_kwargs if task is None else task["env_kwargs"]
-    budget = None if task is None else {"time_budget": task["time_budget"]}
     if config["trainer"] == "shac":
         from dyn4_gym.agents import SHAC, SHACConfig
 
@@ -78,7 +77,7 @@ def trainable(config: dict) -> None:
         for _ in range(config["chunks"]):
             recs = agent.train(iterations=config["chunk"], log=None)
             ev = evaluate(agent.policy, eval_kwargs, seeds=seeds)
-            tune.report({**_report(ev, budget), "env_steps": agent.env_steps, **_numbers(recs[-1] if recs else {}, "train/")})
+            tune.report({**_report(ev, task), "env_steps": agent.env_steps, **_numbers(recs[-1] if recs else {}, "train/")})
     else:
         from dyn4_gym.agents.sb3_glue import make_model, model_policy, parse_zoo_values
 
@@ -88,7 +87,7 @@ def trainable(config: dict) -> None:
         for _ in range(config["chunks"]):
             model.learn(total_timesteps=config["chunk"], reset_num_timesteps=False)
             ev = evaluate(model_policy(model), eval_kwargs, seeds=seeds)
-            tune.report({**_report(ev, budget), "env_steps": model.num_timesteps})
+            tune.report({**_report(ev, task), "env_steps": model.num_timesteps})
 
 
 DEFAULT_ID = "Dyn4Humvee-v1"  # the task a sweep runs on unless --env-id says otherwise

@@ -54,13 +54,21 @@ def test_learning_benchmark_runs_resumes_and_reports(tmp_path, capsys, load_scri
 def test_learning_benchmark_shards_share_one_csv(tmp_path, capsys, load_script):
     """Two shards (``--shard 0/2`` and ``1/2``) train disjoint halves of the plan into one CSV;
     together they hold every run once, and a whole (unsharded) rerun finds them all done."""
+    import numba
+    import torch
+
     lb = load_script("benchmarks/learning.py")
     out = tmp_path / "lb"
     args = ["--scale", "0.001", "--seeds", "2", "--tasks", "flat", "--methods", "shac", "ppo", "--evals", "1",
             "--eval-seeds", "1", "--no-pareto", "--no-compile", "--out", str(out), "--docs", ""]
-    assert lb.main(args + ["--shard", "0/2"]) == 0
-    first = {(r["method"], r["seed"]) for r in _rows(out / "curves.csv")}
-    assert lb.main(args + ["--shard", "1/2"]) == 0
+    before = torch.get_num_threads(), numba.get_num_threads()
+    try:  # a shard sets this process's threads (shard_threads): the later tests get them back
+        assert lb.main(args + ["--shard", "0/2"]) == 0
+        first = {(r["method"], r["seed"]) for r in _rows(out / "curves.csv")}
+        assert lb.main(args + ["--shard", "1/2"]) == 0
+    finally:
+        torch.set_num_threads(before[0])
+        numba.set_num_threads(before[1])
     rows = _rows(out / "curves.csv")
     runs = {(r["method"], r["seed"]) for r in rows}
     assert len(first) == 2 and runs == {(m, s) for m in ("shac", "ppo") for s in ("0", "1")} and len(rows) == 8
