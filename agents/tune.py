@@ -252,7 +252,10 @@ def parse_args(argv=None):
                     help="a registered dyn4_gym id (Dyn4HumveeRace-v0, say): the trials' env is gym.make(ID, **env_kwargs) "
                          "and PPO and SAC start from its section of configs/<trainer>.yml (default: Dyn4Humvee-v1's "
                          "section, and --env-kwargs over the env's defaults)")
-    ap.add_env_kwargs("JSON of the env's keyword arguments (over --env-id's, when given)")
+    # not cli's add_env_kwargs: that checks them alone, where with --env-id they are over the id's
+    # (eco's schedule_margin needs eco's time_budget); checked merged below
+    ap.add_argument("--env-kwargs", type=cli.json_object, default={},
+                    help="JSON of the env's keyword arguments (over --env-id's, when given; reward_weights term by term)")
     ap.add_argument("--metric", choices=tuple(METRICS), default="return",
                     help="what ASHA ranks: the trial env's mean return, or the task's metric on --env-id as registered "
                          "(time to finish; litres per 100 km within the time budget where it has one), for trials "
@@ -265,11 +268,12 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     if args.env_id is not None:
         try:
-            ap.check_env_kwargs("--env-id", trial_env_kwargs(args.env_id, args.env_kwargs))
+            trial_env_kwargs(args.env_id, None)
             base_config(args.trainer, args.env_id)  # PPO and SAC: the zoo config has a section for it
         except Exception as exc:  # an unknown id (gymnasium's error), a foreign one, or no section
             why = str(exc.args[0]) if exc.args else type(exc).__name__
             ap.fail("--env-id", why.splitlines()[0])
+    ap.check_env_kwargs("--env-kwargs", trial_env_kwargs(args.env_id, args.env_kwargs))  # the trials' env
     try:
         check_space(args.trainer, args.space, args.env_id)
     except ValueError as exc:

@@ -69,6 +69,16 @@ def test_a_sweep_on_a_registered_id_starts_from_its_settings(load_script):
     assert args.env_id == "Dyn4HumveeEco-v1" and args.env_kwargs == {}
     with pytest.raises(SystemExit):  # a key the id's env refuses, caught before Ray starts
         tune.parse_args(["--env-id", "Dyn4HumveeRace-v0", "--env-kwargs", '{"episode_steps": 0}'])
+    # --env-kwargs are checked over the id's: eco's schedule margin needs eco's time budget (the
+    # README's eco sweep was refused when they were checked alone)
+    readme = '{"schedule_margin": 1.0, "reward_weights": {"late": 0.0, "schedule": 5.0, "progress": 0.0}}'
+    args = tune.parse_args(["--trainer", "ppo", "--env-id", "Dyn4HumveeEco-v1", "--metric", "task",
+                            "--env-kwargs", readme, "--space", '{"learning_rate": [0.0003]}'])
+    assert tune.trial_env_kwargs(args.env_id, args.env_kwargs)["schedule_margin"] == 1.0
+    with pytest.raises(SystemExit):  # a margin past the id's budget
+        tune.parse_args(["--env-id", "Dyn4HumveeEco-v1", "--env-kwargs", '{"schedule_margin": 50.0}'])
+    with pytest.raises(SystemExit):  # without the id, a margin has no budget
+        tune.parse_args(["--env-kwargs", '{"schedule_margin": 1.0}'])
 
 
 @pytest.mark.slow
