@@ -26,6 +26,18 @@ def load_script():
     return load
 
 
+@pytest.fixture
+def keep_threads():
+    """torch's and the Numba kernels' thread counts, given back after the test (for tests of
+    code that sets this process's threads)."""
+    import numba
+
+    before = torch.get_num_threads(), numba.get_num_threads()
+    yield
+    torch.set_num_threads(before[0])
+    numba.set_num_threads(before[1])
+
+
 @pytest.fixture(scope="session")
 def p64():
     return dyn4_params(HUMVEE, dtype=torch.float64)

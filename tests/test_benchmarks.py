@@ -51,24 +51,17 @@ def test_learning_benchmark_runs_resumes_and_reports(tmp_path, capsys, load_scri
 
 
 @pytest.mark.slow
-def test_learning_benchmark_shards_share_one_csv(tmp_path, capsys, load_script):
+def test_learning_benchmark_shards_share_one_csv(tmp_path, capsys, load_script, keep_threads):
     """Two shards (``--shard 0/2`` and ``1/2``) train disjoint halves of the plan into one CSV;
     together they hold every run once, and a whole (unsharded) rerun finds them all done."""
-    import numba
-    import torch
-
     lb = load_script("benchmarks/learning.py")
     out = tmp_path / "lb"
     args = ["--scale", "0.001", "--seeds", "2", "--tasks", "flat", "--methods", "shac", "ppo", "--evals", "1",
             "--eval-seeds", "1", "--no-pareto", "--no-compile", "--out", str(out), "--docs", ""]
-    before = torch.get_num_threads(), numba.get_num_threads()
-    try:  # a shard sets this process's threads (shard_threads): the later tests get them back
-        assert lb.main(args + ["--shard", "0/2"]) == 0
-        first = {(r["method"], r["seed"]) for r in _rows(out / "curves.csv")}
-        assert lb.main(args + ["--shard", "1/2"]) == 0
-    finally:
-        torch.set_num_threads(before[0])
-        numba.set_num_threads(before[1])
+    # a shard sets this process's threads (shard_threads): keep_threads gives the later tests theirs
+    assert lb.main(args + ["--shard", "0/2"]) == 0
+    first = {(r["method"], r["seed"]) for r in _rows(out / "curves.csv")}
+    assert lb.main(args + ["--shard", "1/2"]) == 0
     rows = _rows(out / "curves.csv")
     runs = {(r["method"], r["seed"]) for r in rows}
     assert len(first) == 2 and runs == {(m, s) for m in ("shac", "ppo") for s in ("0", "1")} and len(rows) == 8
@@ -79,7 +72,7 @@ def test_learning_benchmark_shards_share_one_csv(tmp_path, capsys, load_script):
     assert e.value.code == 2
 
 
-def test_learning_benchmark_shards_take_their_share_of_the_cores(monkeypatch, load_script):
+def test_learning_benchmark_shards_take_their_share_of_the_cores(monkeypatch, load_script, keep_threads):
     """``--shard K/N`` with N > 1 bounds torch's and the kernels' threads to the cores over N
     (at least 1): unbounded, each shard ran every core's worth of threads and two SAC shards
     trained ~5x slower per step. One process, or a set ``DYN4_GYM_THREADS``, is left alone."""
@@ -90,21 +83,16 @@ def test_learning_benchmark_shards_take_their_share_of_the_cores(monkeypatch, lo
 
     lb = load_script("benchmarks/learning.py")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    before = torch.get_num_threads(), numba.get_num_threads()
-    try:
-        monkeypatch.delenv(threads.ENV_VAR, raising=False)
-        torch.set_num_threads(3)
-        assert lb.shard_threads(1) is None and torch.get_num_threads() == 3
-        want = max(1, cores // 2)
-        assert lb.shard_threads(2) == want
-        assert torch.get_num_threads() == want and numba.get_num_threads() == min(want, numba.config.NUMBA_NUM_THREADS)
-        assert lb.shard_threads(4 * cores) == 1 and torch.get_num_threads() == 1
-        monkeypatch.setenv(threads.ENV_VAR, "2")
-        torch.set_num_threads(3)
-        assert lb.shard_threads(2) is None and torch.get_num_threads() == 3
-    finally:
-        torch.set_num_threads(before[0])
-        numba.set_num_threads(before[1])
+    monkeypatch.delenv(threads.ENV_VAR, raising=False)
+    torch.set_num_threads(3)
+    assert lb.shard_threads(1) is None and torch.get_num_threads() == 3
+    want = max(1, cores // 2)
+    assert lb.shard_threads(2) == want
+    assert torch.get_num_threads() == want and numba.get_num_threads() == min(want, numba.config.NUMBA_NUM_THREADS)
+    assert lb.shard_threads(4 * cores) == 1 and torch.get_num_threads() == 1
+    monkeypatch.setenv(threads.ENV_VAR, "2")
+    torch.set_num_threads(3)
+    assert lb.shard_threads(2) is None and torch.get_num_threads() == 3
 
 
 @pytest.mark.slow
