@@ -11,7 +11,13 @@ unfinished ones run again).
     python agents/tune.py --trainer sac --env-id Dyn4HumveeRace-v0 --space '{"gamma": [0.99, 0.995]}'
     python agents/tune.py --trainer ppo --env-id Dyn4HumveeEco-v1 --metric task --space '{"learning_rate": [1e-4, 3e-4]}' \
         --env-kwargs '{"schedule_margin": 1.0, "reward_weights": {"late": 0.0, "schedule": 5.0, "progress": 0.0}}'
+    python agents/tune.py --trainer ppo --env-id Dyn4HumveeEco-v1 --metric task \
+        --space '{"env.schedule_margin": [0.0, 1.0], "env.reward_weights.schedule": [2.0, 5.0]}' ...  # env fields
     python agents/tune.py --trainer shac --address ray://head:10001 ...   # a cluster
+
+A ``--space`` key ``env.FIELD`` (an ``EnvConfig`` field) or ``env.reward_weights.TERM`` (one
+term's weight) sweeps the trials' training env instead of the trainer; their returns then come
+from different envs, so such a sweep ranks by ``--metric task``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,12 @@ from dyn4_gym import cli
 # return, or the task's own metric on the id as registered (where the trials train on another
 # env: eco's margins and reward weights), as a finite score (evaluation.task_score)
 METRICS = {"return": "mean_return", "task": "task_score"}
+# a --space key with this prefix sweeps the training env (an EnvConfig field, or
+# reward_weights.TERM), not the trainer
+ENV_PREFIX = "env."
+# what a sweep covers without --space: each trainer's learning rate around its configs' value
+DEFAULT_SPACE = {"shac": {"actor_lr": [0.0005, 0.001]}, "ppo": {"learning_rate": [0.0001, 0.0003]},
+                 "sac": {"learning_rate": [0.0003, 0.001]}}
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
 
@@ -56,6 +68,25 @@ def _report(ev, task: dict | None = None) -> dict:
     return out
 
 
+def split_space(space: dict) -> tuple[dict, dict]:
+    """``space``'s trainer fields, and its env fields (``env.`` dropped)."""
+    trainer = {k: v for k, v in space.items() if not k.startswith(ENV_PREFIX)}
+    env = {k[len(ENV_PREFIX):]: v for k, v in space.items() if k.startswith(ENV_PREFIX)}
+    return trainer, env
+
+
+def with_env_params(env_kwargs: dict, env_params: dict) -> dict:
+    """``env_kwargs`` with a trial's env fields over them: ``reward_weights.TERM`` sets one weight
+    (the others kept), any other key the field itself."""
+    out = dict(env_kwargs)
+    for k, v in env_params.items():
+        if k.startswith("reward_weights."):
+            out["reward_weights"] = {**(out.get("reward_weights") or {}), k.split(".", 1)[1]: v}
+        else:
+            out[k] = v
+    return out
+
+
 def trainable(config: dict) -> None:
     """One trial: train ``config["trainer"]`` with ``config["params"]`` and ``config["seed"]`` for
     ``chunks`` chunks, evaluating and reporting after each (the unit ASHA counts)."""
@@ -65,7 +96,8 @@ def trainable(config: dict) -> None:
     from dyn4_gym.agents.evaluation import VALIDATION_SEEDS, evaluate
 
     torch.set_num_threads(max(int(config.get("cpus", 1)), 1))  # the trial's CPUs
-    env_kwargs, params, seed = config["env_kwargs"], dict(config["params"]), int(config["seed"])
+    env_kwargs = with_env_params(config["env_kwargs"], config.get("env_params") or {})  # the trial's env
+    params, seed = dict(config["params"]), int(config["seed"])
     seeds = VALIDATION_SEEDS[: config["eval_seeds"]]  # choosing settings: never on the held-out courses
     task = config.get("task")  # the task metric: evaluate on the id as registered, not the trial env
     eval_kwargs = env_kwargs if task is None else task["env_kwargs"]
@@ -142,9 +174,10 @@ def task_of(env_id: str | None) -> dict:
 
 def build_space(trainer: str, space: dict, seeds: int, env_kwargs: dict, chunks: int, chunk: int, eval_seeds: int,
                 cpus_per_trial: float = 1.0, env_id: str | None = None, task: dict | None = None):
-    """Tune's param space: a grid over each listed value of ``space`` and over ``seeds`` seeds;
-    PPO's and SAC's other settings from ``env_id``'s section of configs/<trainer>.yml (v1's for
-    ``None``); ``task`` (:func:`task_of`): evaluate on it with its metric."""
+    """Tune's param space: a grid over each listed value of ``space`` (trainer fields, and env
+    fields under ``env.``) and over ``seeds`` seeds; PPO's and SAC's other settings from
+    ``env_id``'s section of configs/<trainer>.yml (v1's for ``None``); ``task``
+    (:func:`task_of`): evaluate on it with its metric."""
     from ray import tune
 
     for k, v in space.items():
@@ -153,7 +186,8 @@ def build_space(trainer: str, space: dict, seeds: int, env_kwargs: dict, chunks:
     return dict(trainer=trainer, env_kwargs=env_kwargs, chunks=chunks, chunk=chunk, eval_seeds=eval_seeds,
                 base=base_config(trainer, env_id or DEFAULT_ID), cpus=cpus_per_trial, task=task,
                 seed=tune.grid_search(list(range(seeds))),
-                params={k: tune.grid_search(v) for k, v in space.items()})
+                params={k: tune.grid_search(v) for k, v in split_space(space)[0].items()},
+                env_params={k: tune.grid_search(v) for k, v in split_space(space)[1].items()})
 
 
 def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None = None, chunks: int = 4,
@@ -175,6 +209,8 @@ def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None
     if metric not in METRICS:
         raise ValueError(f"--metric must be one of {sorted(METRICS)}, got {metric!r}")
     rank = METRICS[metric]
+    if split_space(space)[1] and metric != "task":
+        raise ValueError("--space's env.* fields need --metric task: their trials' returns come from different envs")
     chunk = chunk or (5 if trainer == "shac" else 4096)
     name = name or f"{trainer}_sweep"
     out = os.path.abspath(out)
@@ -194,25 +230,42 @@ def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None
                            run_config=tune.RunConfig(name=name, storage_path=out, verbose=0))
     results = tuner.fit()
     df = results.get_dataframe()
-    keep = [c for c in df.columns if c.startswith("config/params/") or c in (
+    keep = [c for c in df.columns if c.startswith(("config/params/", "config/env_params/")) or c in (
         "config/seed", rank, "mean_return", "task_iqm", "task_counted", "finished", "mean_speed", "energy_per_km",
         "env_steps", "training_iteration")]
-    table = df[keep].rename(columns=lambda c: c.replace("config/params/", "").replace("config/", ""))
+    table = df[keep].rename(columns=lambda c: c.replace("config/params/", "").replace("config/env_params/", ENV_PREFIX)
+                            .replace("config/", ""))
     table = table.sort_values(rank, ascending=False)
     table.to_csv(os.path.join(out, name, "results.csv"), index=False)
     return table
 
 
-def check_space(trainer: str, space: dict, env_id: str | None = None) -> None:
+def check_space(trainer: str, space: dict, env_id: str | None = None, env_kwargs: dict | None = None) -> None:
     """``ValueError`` naming the key, before Ray starts: every key a field of the trainer's config
     (SHACConfig, or the SB3 algorithm's keyword arguments and RL Zoo's keys), every value one it
-    takes (SHAC: its validate())."""
+    takes (SHAC: its validate()); an ``env.`` key's every value one the trials' env
+    (``env_kwargs``, :func:`trial_env_kwargs`) takes in its place."""
     import dataclasses
     import inspect
+
+    from dyn4_gym.envs import ConfigError, EnvConfig
 
     for k, v in space.items():
         if not isinstance(v, list) or not v:
             raise ValueError(f"--space[{k!r}] must be a non-empty list of values")
+    space, env_space = split_space(space)
+    fields = {f.name for f in dataclasses.fields(EnvConfig)}
+    for k, values in env_space.items():
+        field = k.split(".", 1)[0] if k.startswith("reward_weights.") else k
+        if field not in fields or k == "reward_weights":
+            raise ValueError(f"--space[{ENV_PREFIX + k!r}] is not an EnvConfig field or reward_weights.TERM "
+                             f"(fields: {sorted(fields)})")
+        for v in values:
+            try:
+                EnvConfig.from_dict({kk: vv for kk, vv in with_env_params(env_kwargs or {}, {k: v}).items()
+                                     if kk != "engine"})
+            except ConfigError as exc:
+                raise ValueError(f"--space[{ENV_PREFIX + k!r}] = {v!r}: {exc}") from None
     if trainer == "shac":
         from dyn4_gym.agents import SHACConfig
 
@@ -241,8 +294,10 @@ def parse_args(argv=None):
 
     ap = cli.Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trainer", choices=("shac", "ppo", "sac"), default="shac")
-    ap.add_argument("--space", type=cli.json_object, default={"actor_lr": [0.0005, 0.001]},
-                    help="JSON: a trainer config field -> list of values (SHACConfig fields, or SB3 keyword arguments)")
+    ap.add_argument("--space", type=cli.json_object, default=None,
+                    help="JSON: a trainer config field -> list of values (SHACConfig fields, or SB3 keyword arguments; "
+                         "env.FIELD or env.reward_weights.TERM: the training env's; default: the trainer's learning rate, "
+                         f"{DEFAULT_SPACE})")
     ap.add_argument("--seeds", type=cli.int_in(1, 1000), default=2, help="seeds per point of the grid")
     ap.add_argument("--chunks", type=cli.int_in(1, 10**6), default=4, help="reports per trial (ASHA's time unit)")
     ap.add_argument("--chunk", type=cli.positive_int, default=None, help="SHAC iterations or SB3 env steps per report")
@@ -274,10 +329,14 @@ def parse_args(argv=None):
             why = str(exc.args[0]) if exc.args else type(exc).__name__
             ap.fail("--env-id", why.splitlines()[0])
     ap.check_env_kwargs("--env-kwargs", trial_env_kwargs(args.env_id, args.env_kwargs))  # the trials' env
+    if args.space is None:
+        args.space = DEFAULT_SPACE[args.trainer]
     try:
-        check_space(args.trainer, args.space, args.env_id)
+        check_space(args.trainer, args.space, args.env_id, trial_env_kwargs(args.env_id, args.env_kwargs))
     except ValueError as exc:
         ap.fail("--space", str(exc))
+    if split_space(args.space)[1] and args.metric != "task":
+        ap.fail("--space", "env.* fields need --metric task (their trials' returns come from different envs)")
     if args.name is not None and (not args.name.strip() or os.sep in args.name or args.name in (".", "..")):
         ap.fail("--name", f"must be a folder name, got {args.name!r}")
     return args

@@ -62,14 +62,18 @@ def _summary(run, seeds, setting: dict) -> dict:
     return dict(setting, finished=float(np.mean(done)), iqm=iqm(metric), ci95=[lo, hi], **extra)
 
 
-def main(argv=None) -> dict:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("task", choices=list(TASKS))
     ap.add_argument("--validation", type=int, default=len(VALIDATION_SEEDS), help="validation courses to tune on")
     ap.add_argument("--eval", type=int, default=len(EVAL_SEEDS), help="held-out courses to measure on")
     ap.add_argument("--grid", type=str, default=None, help="a JSON grid instead of the task's, {name: [values]}")
     ap.add_argument("--out", type=str, default=None)
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
     env_id, method, metric, unit, run, grid = TASKS[args.task]
     grid = grid if args.grid is None else {k: tuple(v) for k, v in json.loads(args.grid).items()}
     eval_seeds = EVAL_SEEDS[:args.eval]

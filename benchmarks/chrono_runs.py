@@ -69,12 +69,16 @@ def rms(name: str, preset: str, mu: float = 0.8) -> tuple[float, np.ndarray, np.
     return float(np.sqrt(np.mean(err ** 2))), ref, ours
 
 
-def main(argv=None) -> dict:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mu", type=float, default=0.8)
     ap.add_argument("--presets", nargs="+", default=list(PRESETS), choices=list(PRESETS))
     ap.add_argument("--plot", type=str, default=None)
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
     results = {}
     curves = {}
     for preset in args.presets:

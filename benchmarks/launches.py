@@ -42,10 +42,14 @@ def count(fn) -> tuple[int, collections.Counter, collections.Counter]:
     return sum(ops.values()), ops, syncs
 
 
-def main(argv=None) -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=64)
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
     B = args.rows
     p = dyn4_params(HUMVEE, dtype=torch.float64)
     x = dyn4_rest(p, Flat(), (B,)).clone()

@@ -1,7 +1,9 @@
 """The README's Python snippets run as they stand, each in a fresh namespace (a snippet that
 leans on another's names fails here)."""
 
+import importlib.util
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -21,3 +23,49 @@ def test_each_readme_snippet_runs_on_its_own(i, tmp_path, monkeypatch):
     if "drive_rollout" in code:  # 20 s at full throttle: shorten the horizon, same calls
         code = code.replace("torch.zeros(2000,", "torch.zeros(50,")
     exec(compile(code, f"README snippet {i}", "exec"), {"__name__": "readme"})
+
+
+# The scripts' command lines the docs show (README.md and docs/*.md: bash blocks, a line ending
+# in a backslash joined to the next, and inline code spans), each parsed by its script's own
+# parse_args as a user would type it: a flag renamed or a value the script refuses fails here.
+DOCS = [README, *sorted(README.parent.joinpath("docs").glob("*.md"))]
+SCRIPT = r"python (?:agents|benchmarks|envs)/\w+\.py"
+
+
+def _commands() -> list[tuple[str, str]]:
+    out = []
+    for doc in DOCS:
+        text = doc.read_text()
+        blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S) + re.findall(r"^ {4}(python (?:[^\n]*\\\n)*[^\n]*)", text, flags=re.M)
+        lines = [ln for b in blocks for ln in b.replace("\\\n", " ").splitlines()]
+        spans = [" ".join(s.split()) for s in re.findall(r"`(python [^`]+)`", text)]
+        out += [(doc.name, c.strip()) for c in lines + spans if re.match(SCRIPT, c.strip())]
+    return list(dict.fromkeys(out))
+
+
+COMMANDS = _commands()
+
+
+def test_the_docs_show_script_commands():
+    scripts = {shlex.split(c)[1] for _, c in COMMANDS}
+    assert {"agents/tune.py", "agents/train_sb3.py", "benchmarks/learning.py", "benchmarks/baselines.py"} <= scripts
+
+
+@pytest.mark.parametrize("doc,command", COMMANDS)
+def test_each_documented_command_parses(doc, command, tmp_path, monkeypatch):
+    argv = shlex.split(command, comments=True)
+    path = README.parent / argv[1]
+    monkeypatch.chdir(tmp_path)  # relative --out folders land here
+    for flag, value in zip(argv, argv[1:]):
+        if flag == "--policy" and value != "classical":  # a model file an earlier command writes
+            (tmp_path / value).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / value).touch()
+    monkeypatch.setenv("DISPLAY", ":0")  # play.py's documented precondition; parsing opens no window
+    assert path.exists(), f"{doc}: {argv[1]} does not exist"
+    spec = importlib.util.spec_from_file_location(f"docs_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        module.parse_args(argv[2:])
+    except SystemExit as exc:  # argparse refuses: its message is on stderr above
+        pytest.fail(f"{doc}: `{command}` is refused by {argv[1]} (exit {exc.code})")

@@ -31,8 +31,11 @@ def test_a_two_trial_sweep_on_local_ray_reports_and_resumes(tmp_path, load_scrip
         assert sorted(again["mean_return"]) == sorted(table["mean_return"])
         # --metric task through Ray: ranked by the finite task_score, with the task's IQM (inf
         # where over a quarter of the courses were not finished) and counted share in the table
-        task = tune.run_sweep(**{**kw, "seeds": 1, "chunks": 1, "name": "task", "metric": "task"})
+        # an env field in the space comes back as its own column, named as it was given
+        space = {**kw["space"], "env.episode_steps": [40]}
+        task = tune.run_sweep(**{**kw, "space": space, "seeds": 1, "chunks": 1, "name": "task", "metric": "task"})
         assert len(task) == 1 and {"task_score", "task_iqm", "task_counted"} <= set(task.columns)
+        assert task["env.episode_steps"].tolist() == [40]
         assert 0.0 <= task["task_score"].iloc[0] < 2.0 and 0.0 <= task["task_counted"].iloc[0] <= 1.0
     finally:
         ray.shutdown()
@@ -137,3 +140,59 @@ def test_the_task_metric_evaluates_on_the_id_as_registered(metric, monkeypatch, 
     assert rec["task_score"] == evaluation.task_score(m) and rec["task_counted"] == np.isfinite(m).mean()
     assert rec["task_iqm"] == iqm(m) or np.isinf(rec["task_iqm"]) and np.isinf(iqm(m))
     assert tune.METRICS[tune.parse_args(["--metric", "task", "--env-id", "Dyn4HumveeEco-v1"]).metric] == "task_score"
+
+
+def test_env_fields_in_the_space_sweep_the_training_env(monkeypatch, load_script):
+    """``env.FIELD`` and ``env.reward_weights.TERM`` keys sweep the trials' training env (the eco
+    margin and weights SHAC's tuning varied), checked value by value over the id's env before Ray
+    starts, and only with --metric task (the trials' returns come from different envs)."""
+    import dyn4_gym
+    import dyn4_gym.agents
+
+    tune = load_script("agents/tune.py")
+    eco = ["--trainer", "ppo", "--env-id", "Dyn4HumveeEco-v1", "--metric", "task"]
+    space = '{"env.schedule_margin": [0.0, 1.0], "env.reward_weights.schedule": [5.0], "learning_rate": [0.0003]}'
+    assert tune.parse_args([*eco, "--space", space]).space["env.schedule_margin"] == [0.0, 1.0]
+    for bad in ('{"env.schedule_margin": [1.0, 50.0]}',  # past eco's 44 s budget
+                '{"env.no_such_field": [1]}', '{"env.reward_weights.no_such_term": [1.0]}',
+                '{"env.reward_weights.schedule": [-1.0]}', '{"env.reward_weights": [{}]}'):
+        with pytest.raises(SystemExit):
+            tune.parse_args([*eco, "--space", bad])
+    with pytest.raises(SystemExit):  # ranked by the trial env's return: refused
+        tune.parse_args([*eco[:4], "--space", space])
+    with pytest.raises(ValueError, match="--metric task"):
+        tune.run_sweep("ppo", {"env.schedule_margin": [0.0]}, env_id="Dyn4HumveeEco-v1")
+    # the grid: trainer fields under params, env fields (prefix dropped) under env_params
+    built = tune.build_space("ppo", json.loads(space), 1, {}, 1, 1, 1, env_id="Dyn4HumveeEco-v1")
+    assert set(built["params"]) == {"learning_rate"}
+    assert set(built["env_params"]) == {"schedule_margin", "reward_weights.schedule"}
+    # a trial trains on its env fields over the sweep's env: one weight set, the id's others kept
+    base = tune.trial_env_kwargs("Dyn4HumveeEco-v1", {"reward_weights": {"late": 0.0}})
+    trained = []
+
+    class Stop(Exception):
+        pass
+
+    class FakeSHAC:
+        def __init__(self, config, env_kwargs):
+            trained.append(env_kwargs)
+            raise Stop
+
+    monkeypatch.setattr(dyn4_gym.agents, "SHAC", FakeSHAC)
+    with pytest.raises(Stop):
+        tune.trainable(dict(trainer="shac", env_kwargs=base, chunks=1, chunk=1, eval_seeds=1, seed=0, params={},
+                            env_params={"schedule_margin": 0.5, "reward_weights.schedule": 2.0}))
+    (kw,) = trained
+    assert kw["schedule_margin"] == 0.5
+    assert kw["reward_weights"] == {**dyn4_gym.ECO["reward_weights"], "late": 0.0, "schedule": 2.0}
+    assert base["reward_weights"]["schedule"] == dyn4_gym.ECO["reward_weights"]["schedule"]  # not written
+
+
+@pytest.mark.parametrize("trainer", ["shac", "ppo", "sac"])
+def test_each_trainer_sweeps_its_own_learning_rate_by_default(trainer, load_script):
+    """Without --space a sweep covers the trainer's learning rate. Before, the default was
+    SHAC's actor_lr for every trainer, so `tune.py --trainer ppo` was refused at parse."""
+    tune = load_script("agents/tune.py")
+    args = tune.parse_args(["--trainer", trainer])
+    assert args.space == tune.DEFAULT_SPACE[trainer]
+    assert set(args.space) == {"actor_lr" if trainer == "shac" else "learning_rate"}
