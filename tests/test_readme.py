@@ -1,6 +1,7 @@
 """The README's Python snippets run as they stand, each in a fresh namespace (a snippet that
 leans on another's names fails here)."""
 
+import importlib
 import importlib.util
 import re
 import shlex
@@ -29,7 +30,7 @@ def test_each_readme_snippet_runs_on_its_own(i, tmp_path, monkeypatch):
 # in a backslash joined to the next, and inline code spans), each parsed by its script's own
 # parse_args as a user would type it: a flag renamed or a value the script refuses fails here.
 DOCS = [README, *sorted(README.parent.joinpath("docs").glob("*.md"))]
-SCRIPT = r"python (?:agents|benchmarks|envs)/\w+\.py"
+SCRIPT = r"python (?:(?:agents|benchmarks|envs)/\w+\.py|-m dyn4_gym(?:\.\w+)*)(?:\s|$)"
 
 
 def _commands() -> list[tuple[str, str]]:
@@ -47,25 +48,32 @@ COMMANDS = _commands()
 
 
 def test_the_docs_show_script_commands():
-    scripts = {shlex.split(c)[1] for _, c in COMMANDS}
-    assert {"agents/tune.py", "agents/train_sb3.py", "benchmarks/learning.py", "benchmarks/baselines.py"} <= scripts
+    scripts = {shlex.split(c)[1 + c.startswith("python -m")] for _, c in COMMANDS}
+    assert {"agents/tune.py", "agents/train_sb3.py", "benchmarks/learning.py", "benchmarks/baselines.py",
+            "dyn4_gym", "dyn4_gym.demo"} <= scripts
 
 
 @pytest.mark.parametrize("doc,command", COMMANDS)
 def test_each_documented_command_parses(doc, command, tmp_path, monkeypatch):
-    argv = shlex.split(command, comments=True)
-    path = README.parent / argv[1]
+    argv = shlex.split(command, comments=True)[1:]  # [script, *args], or ["-m", module, *args]
+    if argv[0] == "-m":  # a module of the package, or its __main__
+        argv = argv[1:]
+        module = importlib.import_module(argv[0])
+        if hasattr(module, "__path__"):
+            module = importlib.import_module(argv[0] + ".__main__")
+    else:
+        path = README.parent / argv[0]
+        assert path.exists(), f"{doc}: {argv[0]} does not exist"
+        spec = importlib.util.spec_from_file_location(f"docs_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     monkeypatch.chdir(tmp_path)  # relative --out folders land here
     for flag, value in zip(argv, argv[1:]):
         if flag == "--policy" and value != "classical":  # a model file an earlier command writes
             (tmp_path / value).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / value).touch()
     monkeypatch.setenv("DISPLAY", ":0")  # play.py's documented precondition; parsing opens no window
-    assert path.exists(), f"{doc}: {argv[1]} does not exist"
-    spec = importlib.util.spec_from_file_location(f"docs_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     try:
-        module.parse_args(argv[2:])
+        module.parse_args(argv[1:])
     except SystemExit as exc:  # argparse refuses: its message is on stderr above
-        pytest.fail(f"{doc}: `{command}` is refused by {argv[1]} (exit {exc.code})")
+        pytest.fail(f"{doc}: `{command}` is refused by {argv[0]} (exit {exc.code})")
