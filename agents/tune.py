@@ -262,8 +262,7 @@ def check_space(trainer: str, space: dict, env_id: str | None = None, env_kwargs
                              f"(fields: {sorted(fields)})")
         for v in values:
             try:
-                EnvConfig.from_dict({kk: vv for kk, vv in with_env_params(env_kwargs or {}, {k: v}).items()
-                                     if kk != "engine"})
+                EnvConfig.from_dict(with_env_params(env_kwargs or {}, {k: v}))
             except ConfigError as exc:
                 raise ValueError(f"--space[{ENV_PREFIX + k!r}] = {v!r}: {exc}") from None
     if trainer == "shac":
