@@ -10,7 +10,7 @@ unfinished ones run again).
     python agents/tune.py --trainer ppo --space '{"learning_rate": [1e-4, 3e-4]}' --chunks 10 --chunk 4096
     python agents/tune.py --trainer sac --env-id Dyn4HumveeRace-v0 --space '{"gamma": [0.99, 0.995]}'
     python agents/tune.py --trainer ppo --env-id Dyn4HumveeEco-v1 --metric task --space '{"learning_rate": [1e-4, 3e-4]}' \
-        --env-kwargs '{"schedule_margin": 1.0, "reward_weights": {"late": 0.0, "schedule": 5.0, "progress": 0.0}}'
+        --env-kwargs '{"schedule_margin": 0.5, "reward_weights": {"late": 0.0, "schedule": 5.0, "progress": 0.0}}'
     python agents/tune.py --trainer ppo --env-id Dyn4HumveeEco-v1 --metric task \
         --space '{"env.schedule_margin": [0.0, 1.0], "env.reward_weights.schedule": [2.0, 5.0]}' ...  # env fields
     python agents/tune.py --trainer shac --address ray://head:10001 ...   # a cluster
