@@ -1,5 +1,5 @@
 """The README's Python snippets run as they stand, each in a fresh namespace (a snippet that
-leans on another's names fails here)."""
+leans on another's names fails here), and every script command line the docs show parses."""
 
 import importlib
 import importlib.util
@@ -37,7 +37,8 @@ def _commands() -> list[tuple[str, str]]:
     out = []
     for doc in DOCS:
         text = doc.read_text()
-        blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S) + re.findall(r"^ {4}(python (?:[^\n]*\\\n)*[^\n]*)", text, flags=re.M)
+        blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+        blocks += re.findall(r"^ {4}(python (?:[^\n]*\\\n)*[^\n]*)", text, flags=re.M)  # indented code
         lines = [ln for b in blocks for ln in b.replace("\\\n", " ").splitlines()]
         spans = [" ".join(s.split()) for s in re.findall(r"`(python [^`]+)`", text)]
         out += [(doc.name, c.strip()) for c in lines + spans if re.match(SCRIPT, c.strip())]
