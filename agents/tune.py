@@ -26,7 +26,7 @@ import os
 
 import numpy as np
 
-from dyn4_gym import cli
+from dyn4_gym import cli, provenance
 
 # what ASHA ranks the trials by (higher is better), on the validation seeds
 # (dyn4_gym.agents.evaluation.VALIDATION_SEEDS), never the held-out ones: the trial env's mean
@@ -228,6 +228,10 @@ def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None
                                                         task_of(env_id) if metric == "task" else None),
                            tune_config=tune.TuneConfig(metric=rank, mode="max", scheduler=scheduler),
                            run_config=tune.RunConfig(name=name, storage_path=out, verbose=0))
+    # the machine the sweep ran from (on a local Ray, its trials' too): figures repeat on one
+    # machine, not across (dyn4_gym/provenance.py)
+    os.makedirs(path, exist_ok=True)
+    provenance.record(os.path.join(path, "machines.jsonl"), sweep=name, address=address)
     results = tuner.fit()
     df = results.get_dataframe()
     keep = [c for c in df.columns if c.startswith(("config/params/", "config/env_params/")) or c in (

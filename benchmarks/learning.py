@@ -11,7 +11,8 @@ the tasks at the limits, Dyn4HumveeRace-v0 (time to finish) and Dyn4HumveeEco-v1
 Each run (task, method, seed and energy weight) trains for its method's budget in env steps
 (``BUDGETS``, times ``--scale``) and evaluates its deterministic policy on the held-out courses
 (``EVAL_SEEDS``, never used for choosing anything) ``--evals`` times along the way. Every
-evaluation is a row of ``<out>/curves.csv``, written as it comes; ``wall_s`` is training time
+evaluation is a row of ``<out>/curves.csv``, written as it comes (and each run's machine, its
+packages and CPU, a line of ``<out>/machines.jsonl``); ``wall_s`` is training time
 only (evaluations excluded; SHAC's includes its compile, seconds once Inductor's disk cache is
 warm). A rerun with the same ``--out`` skips the finished runs and restarts an unfinished one,
 so an interrupted benchmark resumes where it stopped. The report (printed, ``summary.json``,
@@ -50,7 +51,7 @@ except ImportError:  # Windows: run one process per --out
 import numpy as np
 import torch
 
-from dyn4_gym import ECO_CLOCK, FLAT_GROUND, RACE, cli
+from dyn4_gym import ECO_CLOCK, FLAT_GROUND, RACE, cli, provenance
 from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig, shac_published
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate, task_metric
 from dyn4_gym.agents.stats import bootstrap_ci, iqm
@@ -351,6 +352,8 @@ def train_all(args, path: str, eval_seeds) -> None:
         seeds_here = eval_seeds if task not in LIMITS else EVAL_SEEDS[:args.eval_seeds or len(EVAL_SEEDS)]
         mine = [_eval_row(task, method, seed, w, 0, 0.0, run.policy(), float("nan"), seeds_here)]
         save_run(path, key, mine)  # an unfinished run restarts from scratch: its old rows go
+        # the machine that trains it: figures repeat on one machine, not across (provenance.py)
+        provenance.record(os.path.join(os.path.dirname(path), "machines.jsonl"), run=list(key))
         for target in points:
             before, t0 = run.env_steps, time.perf_counter()
             run.train_to(target)

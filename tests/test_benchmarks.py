@@ -36,6 +36,12 @@ def test_learning_benchmark_runs_resumes_and_reports(tmp_path, capsys, load_scri
     assert (out / "learning.png").exists() and (out / "pareto.png").exists()
     printed = capsys.readouterr().out
     assert "held-out courses" in printed and "ETA" in printed
+    # each run names the machine that trained it (its packages and CPU)
+    machines = [json.loads(line) for line in (out / "machines.jsonl").read_text().splitlines()]
+    assert sorted(tuple(m["run"]) for m in machines) == sorted(tuple(lb.run_key(r)) for r in rows if r["env_steps"] == "0")
+    import torch
+
+    assert {m["packages"]["torch"] for m in machines} == {torch.__version__} and all(m["cpu"] for m in machines)
     # a rerun skips what is done; an unfinished run (its last row dropped) runs again from scratch
     assert lb.main(args) == 0
     assert "10 runs, 10 already done" in capsys.readouterr().out and _rows(out / "curves.csv") == rows
@@ -265,3 +271,23 @@ def test_the_learning_benchmark_defaults_to_ten_seeds_at_the_limits_and_five_on_
         assert got == set(range(10 if task in lb.LIMITS else 5)), (task, method)
     runs = lb.plan(lb.parse_args(["--seeds", "3", "--tasks", "race", "flat", "--out", "x", "--docs", ""]))
     assert {seed for _, _, seed, _, _ in runs} == {0, 1, 2} and {t for t, *_ in runs} == {"race", "flat"}
+
+
+def test_provenance_records_the_machine_a_line_at_a_time(tmp_path):
+    """dyn4_gym.provenance: what a figure's machine was (a seeded run repeats on one machine, not
+    across machines: docs/sweeps.md), one JSON line per call, appended."""
+    import importlib.metadata
+
+    import numpy
+
+    from dyn4_gym import provenance
+
+    path = tmp_path / "machines.jsonl"
+    first = provenance.record(str(path), run=["eco", "ppo", 0, 0.0])
+    provenance.record(str(path), run=["eco", "ppo", 1, 0.0])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["run"][2] for line in lines] == [0, 1] and lines[0] == first
+    assert first["packages"]["numpy"] == numpy.__version__
+    assert first["packages"]["dyn4-gym"] == importlib.metadata.version("dyn4-gym")
+    assert first["cores"] == os.cpu_count() and first["cpu"] and first["python"].count(".") == 2
+    assert set(provenance.PACKAGES) == set(first["packages"])

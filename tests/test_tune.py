@@ -26,6 +26,9 @@ def test_a_two_trial_sweep_on_local_ray_reports_and_resumes(tmp_path, load_scrip
         result = next((tmp_path / "t").glob("trainable_*/result.json")).read_text().splitlines()[-1]
         rec = json.loads(result)
         assert "eval_term/progress" in rec and "eval_books/supplied" in rec and "train/actor_loss" in rec
+        # the sweep names its machine (packages, CPU): figures repeat on one machine, not across
+        machines = [json.loads(line) for line in (tmp_path / "t" / "machines.jsonl").read_text().splitlines()]
+        assert machines[0]["sweep"] == "t" and machines[0]["packages"]["ray"] == ray.__version__
         # a rerun resumes: the finished trials come back as they were, nothing trains again
         again = tune.run_sweep(**kw)
         assert sorted(again["mean_return"]) == sorted(table["mean_return"])
