@@ -75,6 +75,13 @@ def split_space(space: dict) -> tuple[dict, dict]:
     return trainer, env
 
 
+def check_metric(space: dict, metric: str) -> None:
+    """``ValueError`` where ``space`` sweeps env fields but ``metric`` is not the task's: those
+    trials' returns come from different envs and cannot rank them."""
+    if split_space(space)[1] and metric != "task":
+        raise ValueError("env.* fields need --metric task (their trials' returns come from different envs)")
+
+
 def with_env_params(env_kwargs: dict, env_params: dict) -> dict:
     """``env_kwargs`` with a trial's env fields over them: ``reward_weights.TERM`` sets one weight
     (the others kept), any other key the field itself."""
@@ -183,11 +190,12 @@ def build_space(trainer: str, space: dict, seeds: int, env_kwargs: dict, chunks:
     for k, v in space.items():
         if not isinstance(v, list) or not v:
             raise ValueError(f"--space[{k!r}] must be a non-empty list of values")
+    trainer_space, env_space = split_space(space)
     return dict(trainer=trainer, env_kwargs=env_kwargs, chunks=chunks, chunk=chunk, eval_seeds=eval_seeds,
                 base=base_config(trainer, env_id or DEFAULT_ID), cpus=cpus_per_trial, task=task,
                 seed=tune.grid_search(list(range(seeds))),
-                params={k: tune.grid_search(v) for k, v in split_space(space)[0].items()},
-                env_params={k: tune.grid_search(v) for k, v in split_space(space)[1].items()})
+                params={k: tune.grid_search(v) for k, v in trainer_space.items()},
+                env_params={k: tune.grid_search(v) for k, v in env_space.items()})
 
 
 def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None = None, chunks: int = 4,
@@ -209,8 +217,7 @@ def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None
     if metric not in METRICS:
         raise ValueError(f"--metric must be one of {sorted(METRICS)}, got {metric!r}")
     rank = METRICS[metric]
-    if split_space(space)[1] and metric != "task":
-        raise ValueError("--space's env.* fields need --metric task: their trials' returns come from different envs")
+    check_metric(space, metric)
     chunk = chunk or (5 if trainer == "shac" else 4096)
     name = name or f"{trainer}_sweep"
     out = os.path.abspath(out)
@@ -331,15 +338,15 @@ def parse_args(argv=None):
         except Exception as exc:  # an unknown id (gymnasium's error), a foreign one, or no section
             why = str(exc.args[0]) if exc.args else type(exc).__name__
             ap.fail("--env-id", why.splitlines()[0])
-    ap.check_env_kwargs("--env-kwargs", trial_env_kwargs(args.env_id, args.env_kwargs))  # the trials' env
+    trial = trial_env_kwargs(args.env_id, args.env_kwargs)  # the trials' env
+    ap.check_env_kwargs("--env-kwargs", trial)
     if args.space is None:
         args.space = DEFAULT_SPACE[args.trainer]
     try:
-        check_space(args.trainer, args.space, args.env_id, trial_env_kwargs(args.env_id, args.env_kwargs))
+        check_space(args.trainer, args.space, args.env_id, trial)
+        check_metric(args.space, args.metric)
     except ValueError as exc:
         ap.fail("--space", str(exc))
-    if split_space(args.space)[1] and args.metric != "task":
-        ap.fail("--space", "env.* fields need --metric task (their trials' returns come from different envs)")
     if args.name is not None and (not args.name.strip() or os.sep in args.name or args.name in (".", "..")):
         ap.fail("--name", f"must be a folder name, got {args.name!r}")
     return args
