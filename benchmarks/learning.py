@@ -16,8 +16,9 @@ packages and CPU, a line of ``<out>/machines.jsonl``); ``wall_s`` is training ti
 only (evaluations excluded; SHAC's includes its compile, seconds once Inductor's disk cache is
 warm). A rerun with the same ``--out`` skips the finished runs and restarts an unfinished one,
 so an interrupted benchmark resumes where it stopped. The report (printed, ``summary.json``,
-``learning.png``, ``pareto.png``, ``limits.png``; also merged into ``--docs``) is made from the
-CSV alone, from the runs that reached their budget.
+``learning.png``, ``pareto.png``, ``limits.png``; also merged into ``--docs``, the runs' machine
+records with them, ``machines.jsonl``) is made from the CSV alone, from the runs that reached
+their budget.
 
 On the tasks at the limits every method is evaluated at the same env-step points
 (``LIMIT_GRID``), each run's row keeps its per-course metric (an unfinished course, or one
@@ -760,6 +761,7 @@ def _to_docs(args, rows, summary) -> None:
     # the tasks each plot draws: the tasks at the limits' entries, the v1 tasks' under "tasks"
     drawn = {"limits.png": {t for t in summary if t in LIMITS}, "learning.png": set(summary.get("tasks", {}))}
     shown = {"limits.png": {t for t in old if t in LIMITS}, "learning.png": set(old.get("tasks", {}))}
+    merge_machines(os.path.join(args.out, "machines.jsonl"), os.path.join(args.docs, "machines.jsonl"), mine)
     for name in ("learning.png", "pareto.png", "limits.png"):
         src, dst = os.path.join(args.out, name), os.path.join(args.docs, name)
         if not os.path.exists(src):
@@ -769,6 +771,28 @@ def _to_docs(args, rows, summary) -> None:
                   f"(report them together to redraw it)")
             continue
         shutil.copy(src, dst)
+
+
+def merge_machines(src: str, dst: str, runs: set) -> None:
+    """Carry the machine records (provenance.record's lines, one per run started) of ``runs``
+    from ``src`` into ``dst``, beside the rows ``--docs`` keeps: a run's last line in ``src`` (a run
+    that restarts starts from scratch, so its last start made its rows) replaces its line in
+    ``dst``; the other lines of ``dst`` stay. A run ``src`` has no line for keeps the one ``dst``
+    has, if any (rows from before the records were written have none)."""
+    if not os.path.exists(src):
+        return
+    new = {}
+    with open(src) as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if tuple(rec["run"]) in runs:
+                new[tuple(rec["run"])] = rec
+    kept = []
+    if os.path.exists(dst):
+        with open(dst) as fh:
+            kept = [rec for rec in map(json.loads, fh) if tuple(rec["run"]) not in new]
+    with open(dst, "w") as fh:
+        fh.writelines(json.dumps(rec) + "\n" for rec in kept + list(new.values()))
 
 
 COLORS = {"shac": "tab:green", "ppo": "tab:blue", "sac": "tab:orange"}

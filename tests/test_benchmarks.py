@@ -203,6 +203,9 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     assert all("vs_strong" in v for v in summary["eco"]["target"]["methods"].values())
     assert "strong_baseline" not in summary["race"]
     assert (docs / "limits.png").exists() and len(_rows(docs / "learning_curves.csv")) == len(rows)
+    # the rows in --docs name the machine that trained them: one record a run, as in --out
+    docs_machines = [json.loads(line) for line in (docs / "machines.jsonl").read_text().splitlines()]
+    assert sorted(tuple(m["run"]) for m in docs_machines) == sorted({lb.run_key(r) for r in rows})
     printed = capsys.readouterr().out
     assert "Dyn4HumveeRace-v0: time to finish" in printed and "L/100 km" in printed and "missed" in printed
     assert "against cruise and coast" in printed
@@ -216,6 +219,7 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     assert "Dyn4HumveeRace-v0" not in printed and "limits.png kept" in printed
     assert (docs / "limits.png").read_bytes() == both and (out / "limits.png").read_bytes() != both
     assert cli.strict_json((docs / "learning_summary.json").read_text())["race"] == summary["race"]
+    assert [json.loads(line) for line in (docs / "machines.jsonl").read_text().splitlines()] == docs_machines
     # learners train on eco with the schedule term for late and no progress (LIMIT_TRAIN_WEIGHTS),
     # and are evaluated on the task as registered; the race trains on its own reward
     train, task = lb.env_kwargs_of("eco", 0.0, "sac"), lb.env_kwargs_of("eco", 0.0)
@@ -291,3 +295,24 @@ def test_provenance_records_the_machine_a_line_at_a_time(tmp_path):
     assert first["packages"]["dyn4-gym"] == importlib.metadata.version("dyn4-gym")
     assert first["cores"] == os.cpu_count() and first["cpu"] and first["python"].count(".") == 2
     assert set(provenance.PACKAGES) == set(first["packages"])
+
+
+def test_docs_take_the_machine_records_of_the_runs_they_take(tmp_path, load_script):
+    """``--docs`` keeps each of its runs' machine record: a run reported again takes its last
+    record from ``--out`` (a restarted run's rows come from its last start), a run the report does
+    not carry keeps its record, and a reported run ``--out`` has no record for keeps the old one."""
+    lb = load_script("benchmarks/learning.py")
+    src, dst = tmp_path / "out.jsonl", tmp_path / "docs.jsonl"
+
+    def line(run, utc):
+        return json.dumps({"run": list(run), "utc": utc}) + "\n"
+
+    a, b, c, d = ("eco", "sac", 0, 0.0), ("eco", "sac", 1, 0.0), ("race", "ppo", 0, 0.0), ("eco", "ppo", 3, 0.0)
+    dst.write_text(line(a, "old") + line(b, "old") + line(d, "old"))
+    src.write_text(line(a, "first start") + line(c, "new") + line(a, "restart") + line(b, "not reported"))
+    lb.merge_machines(str(src), str(dst), {a, c, d})
+    got = {tuple(r["run"]): r["utc"] for r in map(json.loads, dst.read_text().splitlines())}
+    assert got == {a: "restart", b: "old", c: "new", d: "old"}
+    assert len(dst.read_text().splitlines()) == 4  # one line a run
+    lb.merge_machines(str(tmp_path / "none.jsonl"), str(dst), {a})  # an --out without records: no change
+    assert {tuple(r["run"]): r["utc"] for r in map(json.loads, dst.read_text().splitlines())} == got
