@@ -316,3 +316,20 @@ def test_docs_take_the_machine_records_of_the_runs_they_take(tmp_path, load_scri
     assert len(dst.read_text().splitlines()) == 4  # one line a run
     lb.merge_machines(str(tmp_path / "none.jsonl"), str(dst), {a})  # an --out without records: no change
     assert {tuple(r["run"]): r["utc"] for r in map(json.loads, dst.read_text().splitlines())} == got
+
+
+def test_the_benchmark_constraints_pin_the_packages_a_committed_run_trained_with():
+    """benchmarks/constraints.txt pins every distribution that can move a figure
+    (provenance.PACKAGES, the project aside) at the versions of a machine that trained committed
+    rows (docs/machines.jsonl), so ``pip install -c`` gives a run that machine's packages."""
+    from dyn4_gym import provenance
+
+    root = os.path.join(os.path.dirname(__file__), "..")
+    with open(os.path.join(root, "benchmarks", "constraints.txt")) as fh:
+        pins = dict(line.strip().split("==") for line in fh if line.strip() and not line.startswith("#"))
+    assert set(pins) == set(provenance.PACKAGES) - {"dyn4-gym"}
+    with open(os.path.join(root, "docs", "machines.jsonl")) as fh:
+        records = [json.loads(line) for line in fh]
+    # a local version label (torch's "+cpu") is the build, not the release a pin names
+    releases = [{k: (v or "").split("+")[0] for k, v in r["packages"].items()} for r in records]
+    assert any(all(rel[k] == v for k, v in pins.items()) for rel in releases)
