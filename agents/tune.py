@@ -238,7 +238,7 @@ def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None
     # the machine the sweep ran from (on a local Ray, its trials' too): figures repeat on one
     # machine, not across (dyn4_gym/provenance.py)
     os.makedirs(path, exist_ok=True)
-    provenance.record(os.path.join(path, "machines.jsonl"), sweep=name, address=address)
+    provenance.record(os.path.join(path, provenance.FILE), sweep=name, address=address)
     results = tuner.fit()
     df = results.get_dataframe()
     keep = [c for c in df.columns if c.startswith(("config/params/", "config/env_params/")) or c in (

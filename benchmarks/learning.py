@@ -354,7 +354,7 @@ def train_all(args, path: str, eval_seeds) -> None:
         mine = [_eval_row(task, method, seed, w, 0, 0.0, run.policy(), float("nan"), seeds_here)]
         save_run(path, key, mine)  # an unfinished run restarts from scratch: its old rows go
         # the machine that trains it: figures repeat on one machine, not across (provenance.py)
-        provenance.record(os.path.join(os.path.dirname(path), "machines.jsonl"), run=list(key))
+        provenance.record(os.path.join(os.path.dirname(path), provenance.FILE), run=list(key))
         for target in points:
             before, t0 = run.env_steps, time.perf_counter()
             run.train_to(target)
@@ -761,7 +761,7 @@ def _to_docs(args, rows, summary) -> None:
     # the tasks each plot draws: the tasks at the limits' entries, the v1 tasks' under "tasks"
     drawn = {"limits.png": {t for t in summary if t in LIMITS}, "learning.png": set(summary.get("tasks", {}))}
     shown = {"limits.png": {t for t in old if t in LIMITS}, "learning.png": set(old.get("tasks", {}))}
-    merge_machines(os.path.join(args.out, "machines.jsonl"), os.path.join(args.docs, "machines.jsonl"), mine)
+    merge_machines(os.path.join(args.out, provenance.FILE), os.path.join(args.docs, provenance.FILE), mine)
     for name in ("learning.png", "pareto.png", "limits.png"):
         src, dst = os.path.join(args.out, name), os.path.join(args.docs, name)
         if not os.path.exists(src):
@@ -781,16 +781,8 @@ def merge_machines(src: str, dst: str, runs: set) -> None:
     has, if any (rows from before the records were written have none)."""
     if not os.path.exists(src):
         return
-    new = {}
-    with open(src) as fh:
-        for line in fh:
-            rec = json.loads(line)
-            if tuple(rec["run"]) in runs:
-                new[tuple(rec["run"])] = rec
-    kept = []
-    if os.path.exists(dst):
-        with open(dst) as fh:
-            kept = [rec for rec in map(json.loads, fh) if tuple(rec["run"]) not in new]
+    new = {tuple(rec["run"]): rec for rec in provenance.records(src) if tuple(rec["run"]) in runs}  # the last wins
+    kept = [rec for rec in provenance.records(dst) if tuple(rec["run"]) not in new]
     with open(dst, "w") as fh:
         fh.writelines(json.dumps(rec) + "\n" for rec in kept + list(new.values()))
 

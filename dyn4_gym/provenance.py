@@ -13,6 +13,8 @@ import platform
 
 # the distributions whose versions can move a trained figure (the plant, its kernels, the learners)
 PACKAGES = ("dyn4-gym", "torch", "numpy", "numba", "llvmlite", "gymnasium", "stable-baselines3", "ray")
+# the records' file, beside a benchmark's or a sweep's outputs (and docs/'s, beside the rows it keeps)
+FILE = "machines.jsonl"
 
 
 def cpu_model() -> str:
@@ -57,3 +59,11 @@ def record(path: str, **what) -> dict:
     with open(path, "a") as f:
         f.write(json.dumps(rec) + "\n")
     return rec
+
+
+def records(path: str) -> list[dict]:
+    """The records :func:`record` appended to ``path``, oldest first; none where it does not exist."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]

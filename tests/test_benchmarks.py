@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from dyn4_gym import cli
+from dyn4_gym import cli, provenance
 
 
 def _rows(path):
@@ -37,7 +37,7 @@ def test_learning_benchmark_runs_resumes_and_reports(tmp_path, capsys, load_scri
     printed = capsys.readouterr().out
     assert "held-out courses" in printed and "ETA" in printed
     # each run names the machine that trained it (its packages and CPU)
-    machines = [json.loads(line) for line in (out / "machines.jsonl").read_text().splitlines()]
+    machines = provenance.records(str(out / provenance.FILE))
     assert sorted(tuple(m["run"]) for m in machines) == sorted(tuple(lb.run_key(r)) for r in rows if r["env_steps"] == "0")
     import torch
 
@@ -204,7 +204,7 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     assert "strong_baseline" not in summary["race"]
     assert (docs / "limits.png").exists() and len(_rows(docs / "learning_curves.csv")) == len(rows)
     # the rows in --docs name the machine that trained them: one record a run, as in --out
-    docs_machines = [json.loads(line) for line in (docs / "machines.jsonl").read_text().splitlines()]
+    docs_machines = provenance.records(str(docs / provenance.FILE))
     assert sorted(tuple(m["run"]) for m in docs_machines) == sorted({lb.run_key(r) for r in rows})
     printed = capsys.readouterr().out
     assert "Dyn4HumveeRace-v0: time to finish" in printed and "L/100 km" in printed and "missed" in printed
@@ -219,7 +219,7 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     assert "Dyn4HumveeRace-v0" not in printed and "limits.png kept" in printed
     assert (docs / "limits.png").read_bytes() == both and (out / "limits.png").read_bytes() != both
     assert cli.strict_json((docs / "learning_summary.json").read_text())["race"] == summary["race"]
-    assert [json.loads(line) for line in (docs / "machines.jsonl").read_text().splitlines()] == docs_machines
+    assert provenance.records(str(docs / provenance.FILE)) == docs_machines
     # learners train on eco with the schedule term for late and no progress (LIMIT_TRAIN_WEIGHTS),
     # and are evaluated on the task as registered; the race trains on its own reward
     train, task = lb.env_kwargs_of("eco", 0.0, "sac"), lb.env_kwargs_of("eco", 0.0)
@@ -284,12 +284,12 @@ def test_provenance_records_the_machine_a_line_at_a_time(tmp_path):
 
     import numpy
 
-    from dyn4_gym import provenance
 
-    path = tmp_path / "machines.jsonl"
-    first = provenance.record(str(path), run=["eco", "ppo", 0, 0.0])
-    provenance.record(str(path), run=["eco", "ppo", 1, 0.0])
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path = str(tmp_path / provenance.FILE)
+    assert provenance.records(path) == []  # no file yet: no records
+    first = provenance.record(path, run=["eco", "ppo", 0, 0.0])
+    provenance.record(path, run=["eco", "ppo", 1, 0.0])
+    lines = provenance.records(path)
     assert [line["run"][2] for line in lines] == [0, 1] and lines[0] == first
     assert first["packages"]["numpy"] == numpy.__version__
     assert first["packages"]["dyn4-gym"] == importlib.metadata.version("dyn4-gym")
@@ -311,25 +311,24 @@ def test_docs_take_the_machine_records_of_the_runs_they_take(tmp_path, load_scri
     dst.write_text(line(a, "old") + line(b, "old") + line(d, "old"))
     src.write_text(line(a, "first start") + line(c, "new") + line(a, "restart") + line(b, "not reported"))
     lb.merge_machines(str(src), str(dst), {a, c, d})
-    got = {tuple(r["run"]): r["utc"] for r in map(json.loads, dst.read_text().splitlines())}
+    got = {tuple(r["run"]): r["utc"] for r in provenance.records(str(dst))}
     assert got == {a: "restart", b: "old", c: "new", d: "old"}
     assert len(dst.read_text().splitlines()) == 4  # one line a run
     lb.merge_machines(str(tmp_path / "none.jsonl"), str(dst), {a})  # an --out without records: no change
-    assert {tuple(r["run"]): r["utc"] for r in map(json.loads, dst.read_text().splitlines())} == got
+    assert {tuple(r["run"]): r["utc"] for r in provenance.records(str(dst))} == got
 
 
 def test_the_benchmark_constraints_pin_the_packages_a_committed_run_trained_with():
     """benchmarks/constraints.txt pins every distribution that can move a figure
     (provenance.PACKAGES, the project aside) at the versions of a machine that trained committed
     rows (docs/machines.jsonl), so ``pip install -c`` gives a run that machine's packages."""
-    from dyn4_gym import provenance
 
     root = os.path.join(os.path.dirname(__file__), "..")
     with open(os.path.join(root, "benchmarks", "constraints.txt")) as fh:
         pins = dict(line.strip().split("==") for line in fh if line.strip() and not line.startswith("#"))
     assert set(pins) == set(provenance.PACKAGES) - {"dyn4-gym"}
-    with open(os.path.join(root, "docs", "machines.jsonl")) as fh:
-        records = [json.loads(line) for line in fh]
+    records = provenance.records(os.path.join(root, "docs", provenance.FILE))
+    assert records  # the committed rows' machines
     # a local version label (torch's "+cpu") is the build, not the release a pin names
     releases = [{k: (v or "").split("+")[0] for k, v in r["packages"].items()} for r in records]
     assert any(all(rel[k] == v for k, v in pins.items()) for rel in releases)

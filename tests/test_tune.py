@@ -5,6 +5,8 @@ import json
 import numpy as np
 import pytest
 
+from dyn4_gym import provenance
+
 pytest.importorskip("ray.tune")
 
 
@@ -27,7 +29,7 @@ def test_a_two_trial_sweep_on_local_ray_reports_and_resumes(tmp_path, load_scrip
         rec = json.loads(result)
         assert "eval_term/progress" in rec and "eval_books/supplied" in rec and "train/actor_loss" in rec
         # the sweep names its machine (packages, CPU): figures repeat on one machine, not across
-        machines = [json.loads(line) for line in (tmp_path / "t" / "machines.jsonl").read_text().splitlines()]
+        machines = provenance.records(str(tmp_path / "t" / provenance.FILE))
         assert machines[0]["sweep"] == "t" and machines[0]["packages"]["ray"] == ray.__version__
         # a rerun resumes: the finished trials come back as they were, nothing trains again
         again = tune.run_sweep(**kw)
