@@ -283,7 +283,6 @@ def test_provenance_records_the_machine_a_line_at_a_time(tmp_path):
 
     import numpy
 
-
     path = str(tmp_path / provenance.FILE)
     assert provenance.records(path) == []  # no file yet: no records
     first = provenance.record(path, run=["eco", "ppo", 0, 0.0])
@@ -321,7 +320,6 @@ def test_the_benchmark_constraints_pin_the_packages_a_committed_run_trained_with
     """benchmarks/constraints.txt pins every distribution that can move a figure
     (provenance.PACKAGES, the project aside) at the versions of a machine that trained committed
     rows (docs/machines.jsonl), so ``pip install -c`` gives a run that machine's packages."""
-
     root = os.path.join(os.path.dirname(__file__), "..")
     with open(os.path.join(root, "benchmarks", "constraints.txt")) as fh:
         pins = dict(line.strip().split("==") for line in fh if line.strip() and not line.startswith("#"))
