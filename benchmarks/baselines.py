@@ -4,6 +4,12 @@ and measured on the held-out ones.
 - ``race`` (dyn4_gym/agents/race.py): the minimum-time speed profile tracked by pure pursuit; a
   grid over the profile's share of the envelope (``margin``) and the speed loop's look-ahead
   (``lead``). Metric: time to finish [s] (an unfinished course counts as infinitely slow).
+- ``race_line`` (dyn4_gym/agents/race.py, ``RacingLine``; issue 44): the strongest classical race
+  driver here, the minimum-curvature line inside the corridor with the same speed profile over
+  its curvature and the friction under it, tracked by pure pursuit on the line; a grid over the
+  profile's share of the envelope, the line's distance from the corridor's edge (``safety``) and
+  the lookahead's gain. The same metric.
+- ``race_v1_line``: the same driver and grid on ``Dyn4HumveeRace-v1`` (issue 44).
 - ``eco`` (dyn4_gym/agents/eco.py): pure pursuit on the pedals at a constant speed reference; a
   grid over its scale of the target speed. Metric: litres per 100 km at arrival within the time
   budget (a course not finished in time counts as infinitely thirsty). The eco target's bar.
@@ -15,6 +21,8 @@ lowest IQM metric, wins. Then that setting alone drives ``EVAL_SEEDS``, which tu
 Prints the metric (IQM with its 95 % bootstrap interval) and writes everything as JSON.
 
     python benchmarks/baselines.py race [--out docs/race_baseline.json]
+    python benchmarks/baselines.py race_line [--out docs/race_line_baseline.json]
+    python benchmarks/baselines.py race_v1_line [--out docs/race_v1_line_baseline.json]
     python benchmarks/baselines.py eco [--out docs/eco_baseline.json]
     python benchmarks/baselines.py eco_coast [--out docs/eco_coast_baseline.json]
 """
@@ -31,13 +39,38 @@ import numpy as np
 from dyn4_gym import cli
 from dyn4_gym.agents.eco import run_eco_baseline
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, VALIDATION_SEEDS
-from dyn4_gym.agents.race import RaceProfileParams, run_race_baseline
+from dyn4_gym.agents.race import RaceProfileParams, RacingLineParams, run_race_baseline
 from dyn4_gym.agents.stats import bootstrap_ci, iqm
 
 
 def _race(seeds, margin, lead):
     r = run_race_baseline(seeds, params=RaceProfileParams(margin=margin, lead=lead))
     return r.finished, r.time, dict(times=r.time.tolist(), returns=r.returns.tolist())  # time: inf if not finished
+
+
+def _race_lines(seeds, settings, task=None):
+    """Every setting of the racing line's grid in one batch (a row per setting and course: the
+    torch harness's cost is per step, not per row), each setting's (finished, time, extra)."""
+    n = len(seeds)
+    r = run_race_baseline(list(seeds) * len(settings), params=[RacingLineParams(**st) for st in settings for _ in seeds],
+                          task=task)
+    return [(r.finished[i * n:(i + 1) * n], r.time[i * n:(i + 1) * n],
+             dict(times=r.time[i * n:(i + 1) * n].tolist(), returns=r.returns[i * n:(i + 1) * n].tolist()))
+            for i in range(len(settings))]
+
+
+def _race_line(seeds, **setting):
+    return _race_lines(seeds, [setting])[0]
+
+
+def _race_v1_line(seeds, **setting):
+    return _race_v1_lines(seeds, [setting])[0]
+
+
+def _race_v1_lines(seeds, settings):
+    from dyn4_gym import RACE_V1
+
+    return _race_lines(seeds, settings, task=RACE_V1)
 
 
 def _eco(seeds, speed_scale, coast_m=None):
@@ -49,6 +82,15 @@ def _eco(seeds, speed_scale, coast_m=None):
 TASKS = {
     "race": ("Dyn4HumveeRace-v0", "min-time speed profile + pure pursuit", "time", "s", _race,
              {"margin": (0.7, 0.75, 0.8, 0.85), "lead": (0.2, 0.4)}),
+    # the strongest classical race driver (issue 44): 24 settings, six times each learner's
+    # equal-budget sweep (docs/sweeps.md: 4 each), written down before it ran
+    "race_line": ("Dyn4HumveeRace-v0", "min-curvature racing line + min-time profile + pure pursuit", "time", "s",
+                  _race_line, {"margin": (0.8, 0.85, 0.9, 0.95), "safety": (0.75, 1.25, 1.75),
+                               "lookahead_gain": (0.4, 0.7)}),
+    # the same driver and grid on the race where cornering decides (issue 44)
+    "race_v1_line": ("Dyn4HumveeRace-v1", "min-curvature racing line + min-time profile + pure pursuit", "time", "s",
+                     _race_v1_line, {"margin": (0.8, 0.85, 0.9, 0.95), "safety": (0.75, 1.25, 1.75),
+                                     "lookahead_gain": (0.4, 0.7)}),
     "eco": ("Dyn4HumveeEco-v1", "constant-speed pure pursuit (pedals)", "litres_per_100km", "L/100 km", _eco,
             {"speed_scale": (0.9, 0.95, 1.0)}),
     "eco_coast": ("Dyn4HumveeEco-v1", "cruise-and-coast pure pursuit (pedals)", "litres_per_100km", "L/100 km", _eco,
@@ -56,8 +98,12 @@ TASKS = {
 }
 
 
-def _summary(run, seeds, setting: dict) -> dict:
-    done, metric, extra = run(seeds, **setting)
+# tasks whose whole grid runs as one batch: task -> runner of (seeds, settings)
+GRID_RUNNERS = {"race_line": _race_lines, "race_v1_line": _race_v1_lines}
+
+
+def _summary(run, seeds, setting: dict, result=None) -> dict:
+    done, metric, extra = run(seeds, **setting) if result is None else result
     lo, hi = bootstrap_ci(metric)
     return dict(setting, finished=float(np.mean(done)), iqm=iqm(metric), ci95=[lo, hi], **extra)
 
@@ -79,9 +125,11 @@ def main(argv=None) -> dict:
     eval_seeds = EVAL_SEEDS[:args.eval]
     t0 = time.perf_counter()
     tuning = []
-    for values in itertools.product(*grid.values()):
-        setting = dict(zip(grid, values))
-        s = _summary(run, VALIDATION_SEEDS[:args.validation], setting)
+    settings = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+    batch = GRID_RUNNERS[args.task](VALIDATION_SEEDS[:args.validation], settings) \
+        if args.task in GRID_RUNNERS else [None] * len(settings)
+    for setting, result in zip(settings, batch):
+        s = _summary(run, VALIDATION_SEEDS[:args.validation], setting, result)
         tuning.append(s)
         print(f"validation  {setting}: finished {s['finished']:.2f}, IQM {metric} {s['iqm']:.2f} {unit} "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
@@ -93,6 +141,12 @@ def main(argv=None) -> dict:
           f"({time.perf_counter() - t0:.0f} s in all)")
     out = dict(task=env_id, method=method, metric=metric, unit=unit, chosen=chosen, tuning=tuning,
                held_out=held_out, eval_seeds=list(eval_seeds))
+    if args.task in ("race_line", "race_v1_line"):  # the floored straight-line reference (issue 44's gate)
+        from dyn4_gym import RACE, RACE_V1
+        from dyn4_gym.agents.race import straight_line_time
+
+        out["straight_line_time"] = straight_line_time(task=RACE if args.task == "race_line" else RACE_V1)
+        print(f"floored straight line over the course's length: {out['straight_line_time']:.2f} s")
     if args.out:
         cli.write_json(args.out, out, indent=1)  # strict JSON: an inf figure (nothing counted) is null
         print(f"wrote {args.out}")

@@ -19,6 +19,11 @@ Each has a ``-v0`` twin whose progress term is not capped at the target speed
   powertrain over hills, a reward of minus the fuel (and half the progress), and a cost for each
   step past the budget. ``Dyn4HumveeEco-v1`` is the same task that also observes the clock: the
   time left and the lead over the pace that arrives at the budget (``observe_clock``).
+
+Issue 44 adds versions with the grade force on (climbing costs the drive): ``Dyn4Humvee-v2``,
+``Dyn4HumveeDriver-v2``, ``Dyn4HumveeEco-v2`` (Eco-v1 with it) and ``Dyn4HumveeRace-v1``, the
+race where cornering decides: 1 km courses with corners down to a 16.7 m radius, the friction
+ahead up to 120 m, a crash costing ten seconds. The older ids stay as they were.
 """
 
 __version__ = "0.1.0"
@@ -67,6 +72,30 @@ ECO = {
 # Its -v1: the same task that also observes the clock its reward depends on (docs/env.md, "The
 # eco task"); the learning benchmark's eco task.
 ECO_CLOCK = dict(ECO, observe_clock=True)
+# Issue 44: the slopes' horizontal reaction on (docs/plant.md, "Grade force"), so climbing costs
+# the drive and the hills move fuel and lap time; the seeds left it opt-in (off). Every task over
+# terrain has a newer version with it on; the older ids stay as they were (Gymnasium calls them
+# out of date at gym.make) so earlier results reproduce.
+GRADE_FORCE = {"vehicle": {"grade_force": True}}
+# The race where cornering decides (issue 44; docs/env.md, "Dyn4HumveeRace-v1"), its numbers
+# written down before any driver ran on it: a 1 km course whose corners go down to a 16.7 m
+# radius (6 m/s^2 at the 10 m/s design speed: the Humvee holds 6.9 on mu 0.8, 3.4 on mu 0.4),
+# wavelengths 40-160 m, in the same 4 m half-width corridor; twelve friction patches (mu 0.4-1.0)
+# and four bumps over the 0.3 m hills, the grade force on. The preview reaches 120 m: braking
+# from 30 m/s to the 10 m/s corner speed on mu 0.4 takes 102 m (1.004 mu g, the plant's stop).
+# The reward pays metres along the course less 10 m/s times the time (a finisher's return is
+# 1,000 less ten times its time); leaving the corridor or rolling over costs 100 m, ten seconds
+# of race, so a crash near the end never beats finishing slower.
+RACE_V1 = {
+    "course": {"length": 1000.0, "lat_accel": 6.0, "wavelength_min": 40.0, "wavelength_max": 160.0,
+               "half_width": 4.0, "preview": [10.0, 25.0, 50.0, 80.0, 120.0], "preview_friction": True},
+    "ground": {"n_patches": 12, "patch_radius_min": 6.0, "patch_radius_max": 15.0, "n_bumps": 4},
+    "target_speed": 10.0, "start_speed": 10.0, "episode_steps": 2400, "progress_cap": None,
+    "reward_weights": _only(progress=1.0, time=1.0, termination=100.0),
+    **GRADE_FORCE,
+    "engine": "auto",
+}
+ECO_V2 = dict(ECO_CLOCK, **GRADE_FORCE)
 EPISODE_STEPS = 800  # EnvConfig.episode_steps's default (tests/test_conventions.py holds them equal)
 
 
@@ -84,6 +113,11 @@ def _register() -> None:
     specs["Dyn4HumveeRace-v0"] = dict(RACE)
     specs["Dyn4HumveeEco-v0"] = dict(ECO)
     specs["Dyn4HumveeEco-v1"] = dict(ECO_CLOCK)
+    # issue 44: the grade force on (GRADE_FORCE)
+    specs["Dyn4Humvee-v2"] = dict(tasks["Dyn4Humvee"], **GRADE_FORCE)
+    specs["Dyn4HumveeDriver-v2"] = dict(tasks["Dyn4HumveeDriver"], **GRADE_FORCE)
+    specs["Dyn4HumveeRace-v1"] = dict(RACE_V1)
+    specs["Dyn4HumveeEco-v2"] = dict(ECO_V2)
     for env_id, kwargs in specs.items():
         if env_id in registry:
             continue

@@ -153,39 +153,52 @@ def main(argv=None) -> dict:
 
 
 def _race_report(args, agent, env_kwargs, history, seeds, t0) -> dict:
-    """The race: the trained policy's and the baseline's time to finish per held-out course, the
-    IQM over courses (an unfinished course counts as infinitely slow) with its 95 % bootstrap
-    interval, a plot, and the JSON."""
+    """The race: the trained policy's, the baseline's and the racing line's (the strongest classical
+    driver, issue 44) time to finish per held-out course, the IQM over courses (an unfinished
+    course counts as infinitely slow) with its 95 % bootstrap interval, the mean with an
+    unfinished course at the truncation time, the trained policy against each driver paired on
+    the same courses, the floored straight-line reference, a plot, and the JSON."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     from .agents.evaluation import evaluate
-    from .agents.race import RACE_TUNED, run_race_baseline
-    from .agents.stats import bootstrap_ci, iqm
+    from . import RACE
+    from .agents.race import RACE_LINE_TUNED, RACE_TUNED, run_race_baseline, straight_line_time
+    from .agents.stats import bootstrap_ci, iqm, paired_ci, penalised_mean
+    from .envs import EnvConfig
 
     mine = evaluate(agent.policy, env_kwargs, seeds=seeds)
+    print("the classical drivers on the same courses (the racing line plans each course first) ...", flush=True)
     base = run_race_baseline(seeds, env_kwargs=args.env_kwargs, params=RACE_TUNED)
-    t_mine, t_base = mine.arrival, base.time  # inf where not finished
+    line = run_race_baseline(seeds, env_kwargs=args.env_kwargs, params=RACE_LINE_TUNED)
+    floor = straight_line_time(args.env_kwargs)
+    t_mine, t_base, t_line = mine.arrival, base.time, line.time  # inf where not finished
+    cap = EnvConfig.from_dict(dict(RACE, **(args.env_kwargs or {}))).episode_steps * 0.05  # [s] truncation
     fig_of = {}
-    for name, t in (("trained", t_mine), ("baseline", t_base)):
+    cols = (("trained", t_mine), ("baseline", t_base), ("racing line", t_line))
+    for name, t in cols:
         lo, hi = bootstrap_ci(t)
         fig_of[name] = dict(finished=int(np.isfinite(t).sum()), courses=len(t), iqm_time=iqm(t), ci95=[lo, hi],
-                            times=[float(v) for v in t])
-    print(f"\n{'after ' + str(agent.env_steps) + ' env steps':34s}{'trained':>14s}{'baseline':>14s}")
-    print(f"{'courses finished':34s}{fig_of['trained']['finished']:>11d}/{len(seeds):<2d}"
-          f"{fig_of['baseline']['finished']:>11d}/{len(seeds):<2d}")
-    print(f"{'IQM time to finish [s]':34s}{fig_of['trained']['iqm_time']:14.2f}{fig_of['baseline']['iqm_time']:14.2f}")
-    a, b = fig_of["trained"]["ci95"], fig_of["baseline"]["ci95"]
-    print(f"{'its 95 % bootstrap CI [s]':34s}{f'{a[0]:.2f}-{a[1]:.2f}':>14s}{f'{b[0]:.2f}-{b[1]:.2f}':>14s}")
-    print(f"{'mean speed [m/s]':34s}{mine.mean_speed:14.2f}{float(np.nanmean(base.speeds)):14.2f}")
-    a, b = fig_of["trained"]["iqm_time"], fig_of["baseline"]["iqm_time"]
-    if np.isfinite(a) and np.isfinite(b):
-        verdict = (f"its IQM time is {abs(1 - a / b):.1%} {'faster' if a < b else 'slower'} than the minimum-time "
-                   f"speed profile's")
-    else:
-        verdict = "over a quarter of its courses are unfinished, so it has no IQM time"
+                            mean_time=penalised_mean(t, cap), times=[float(v) for v in t])
+    print(f"\n{'after ' + str(agent.env_steps) + ' env steps':34s}" + "".join(f"{n:>16s}" for n, _ in cols))
+    print(f"{'courses finished':34s}" + "".join(f"{fig_of[n]['finished']:>13d}/{len(seeds):<2d}" for n, _ in cols))
+    print(f"{'IQM time to finish [s]':34s}" + "".join(f"{fig_of[n]['iqm_time']:16.2f}" for n, _ in cols))
+    print(f"{'its 95 % bootstrap CI [s]':34s}" + "".join(
+        f"{fig_of[n]['ci95'][0]:.2f}-{fig_of[n]['ci95'][1]:.2f}".rjust(16) for n, _ in cols))
+    print(f"{f'mean time, unfinished at {cap:.0f} s [s]':34s}" + "".join(f"{fig_of[n]['mean_time']:16.2f}"
+                                                                       for n, _ in cols))
+    print(f"{'mean speed [m/s]':34s}{mine.mean_speed:16.2f}{float(np.nanmean(base.speeds)):16.2f}"
+          f"{float(np.nanmean(line.speeds)):16.2f}")
+    print(f"{'floored straight line [s]':34s}{floor:16.2f}  (the drive alone over the course's length)")
+    verdicts = []
+    for name, t in cols[1:]:
+        g, lo, hi = paired_ci(t_mine, t, stat=lambda v: penalised_mean(v, cap))
+        verdicts.append(f"{abs(g):.1%} {'faster' if g > 0 else 'slower'} than the {name} in mean time "
+                        f"(paired 95 % CI {lo:+.1%} to {hi:+.1%})")
+        fig_of["trained"][f"vs_{name.replace(' ', '_')}"] = dict(mean_gain=g, ci95=[lo, hi])
     print(f"\nthe trained policy finished {fig_of['trained']['finished']} of {len(seeds)} held-out race courses "
-          f"(the baseline {fig_of['baseline']['finished']}); {verdict}")
+          f"(the baseline {fig_of['baseline']['finished']}, the racing line {fig_of['racing line']['finished']}); "
+          f"it is {verdicts[0]}, and {verdicts[1]}")
 
     fig, ax = plt.subplots(1, 3, figsize=(16, 4.5))
     ax[0].plot([h["env_steps"] for h in history], [h["episode_return"] for h in history])
@@ -197,18 +210,20 @@ def _race_report(args, agent, env_kwargs, history, seeds, t0) -> dict:
               ylabel="Y [m]")
     ax[1].axis("equal")
     idx = np.arange(len(seeds))
-    for off, (name, t, c) in zip((-0.2, 0.2), (("trained", t_mine, "tab:green"), ("baseline", t_base, "k"))):
+    for off, (name, t, c) in zip((-0.27, 0.0, 0.27), (("trained", t_mine, "tab:green"), ("baseline", t_base, "k"),
+                                                      ("racing line", t_line, "tab:purple"))):
         shown = np.where(np.isfinite(t), t, 0.0)
-        ax[2].bar(idx + off, shown, width=0.4, color=c, label=f"{name} (an empty slot: not finished)")
+        ax[2].bar(idx + off, shown, width=0.27, color=c, label=f"{name} (an empty slot: not finished)")
+    ax[2].axhline(floor, color="tab:red", ls=":", label="floored straight line")
     ax[2].set(xlabel="held-out course", ylabel="time to finish [s]", title="per course")
-    ax[2].set_ylim(min(v for v in np.concatenate((t_mine, t_base)) if np.isfinite(v)) * 0.9
-                   if np.isfinite(np.concatenate((t_mine, t_base))).any() else 0, None)
+    ax[2].set_ylim(floor * 0.9, None)
     ax[2].legend(fontsize=8)
     fig.tight_layout()
     path = os.path.join(args.out, "main.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    out = dict(task="Dyn4HumveeRace-v0", env_steps=agent.env_steps, **fig_of)
+    out = dict(task="Dyn4HumveeRace-v0", env_steps=agent.env_steps, trained=fig_of["trained"],
+               baseline=fig_of["baseline"], racing_line=fig_of["racing line"], straight_line_time=floor)
     cli.write_json(os.path.join(args.out, "evaluation.json"), out, indent=1)
     print(f"\nwrote {path}, {args.out}/evaluation.json and {args.out}/model.pt ({time.perf_counter() - t0:.0f} s)")
     return dict(out, plot=path)

@@ -324,6 +324,9 @@ def test_main_job_and_demo_run(tmp_path):
     ev = json.loads((tmp_path / "race" / "evaluation.json").read_text())
     assert ev["task"] == "Dyn4HumveeRace-v0" and ev["trained"]["courses"] == 2 and ev["env_steps"] >= 256
     assert ev["baseline"]["finished"] == 0  # 3 s is too short to finish 400 m: every time is unfinished (null)
+    assert ev["racing_line"]["finished"] == 0 and ev["racing_line"]["mean_time"] == pytest.approx(3.0)
+    assert 15.0 < ev["straight_line_time"] < 20.0  # 400 m floored from 10 m/s: measured 16.80 s
+    assert "racing line" in r.stdout and "floored straight line" in r.stdout
     assert ev["trained"]["times"] == [None, None] and (tmp_path / "race" / "main.png").exists()
     r = _script("-m", "dyn4_gym", "--task", "v1", "--seconds", "3", "--num-envs", "4", "--eval-seeds", "1",
                 "--no-compile", "--env-kwargs", '{"course": {"length": 40.0}, "episode_steps": 40}', "--out",

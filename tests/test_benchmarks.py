@@ -197,18 +197,28 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
         assert set(s["methods"]) == {"shac", "ppo"} and s["target"]["met"] is False  # nothing learns in 4k steps
         assert set(s["target"]["methods"]) == {"shac", "ppo"}
         assert "shac_vs_ppo" in s and s["methods"]["ppo"]["curve"][0]["env_steps"] == 0
-    # eco also reports the stronger classical bar, cruise and coast, and each learner against it
+    # both tasks report their strongest classical driver (issue 44: the racing line, cruise and
+    # coast) and every learner against both bars, paired on the same courses, with intervals
     strong, base = summary["eco"]["strong_baseline"], summary["eco"]["baseline"]
     assert strong["counted"] == 1.0 and strong["iqm"] < 0.92 * base["iqm"]  # measured 9.8 against 11.4
-    assert all("vs_strong" in v for v in summary["eco"]["target"]["methods"].values())
-    assert "strong_baseline" not in summary["race"]
+    assert summary["eco"]["strong_baseline"]["name"] == "cruise and coast"
+    race_line, race_base = summary["race"]["strong_baseline"], summary["race"]["baseline"]
+    assert race_line["name"] == "racing line" and race_line["counted"] == 1.0 and race_line["iqm"] < race_base["iqm"]
+    assert race_base["cap"] == 60.0 and race_base["penalised_mean"] == pytest.approx(race_base["iqm"], rel=0.1)
+    for task in ("race", "eco"):
+        for v in summary[task]["target"]["methods"].values():
+            for bar in ("vs_baseline", "vs_strong"):
+                p = v[bar]
+                assert {"gain", "gain_ci95", "finish_diff", "finish_diff_ci95", "beats"} <= set(p)
+                assert ("mean_gain_ci95" in p) == (task == "race")
+        assert 0.0 <= summary[task]["baseline"]["counted_ci95"][0] <= summary[task]["baseline"]["counted_ci95"][1] <= 1.0
     assert (docs / "limits.png").exists() and len(_rows(docs / "learning_curves.csv")) == len(rows)
     # the rows in --docs name the machine that trained them: one record a run, as in --out
     docs_machines = provenance.records(str(docs / provenance.FILE))
     assert sorted(tuple(m["run"]) for m in docs_machines) == sorted({lb.run_key(r) for r in rows})
     printed = capsys.readouterr().out
     assert "Dyn4HumveeRace-v0: time to finish" in printed and "L/100 km" in printed and "missed" in printed
-    assert "against cruise and coast" in printed
+    assert "against the cruise and coast" in printed and "against the racing line" in printed
     # a report of one task leaves the other out (and merges only its own entry into --docs, where
     # the plot of both tasks stays)
     both = (docs / "limits.png").read_bytes()

@@ -21,11 +21,13 @@ SHORT = dict(course={"length": 60.0})
 # ------------------------------------------------------------------ episode limits
 def test_the_registered_limit_is_the_configs():
     """Every id's registered limit is its own config's episode_steps: 800 by default, 1200 (60 s)
-    for the race and eco tasks."""
+    for the race and eco tasks, 2400 (120 s) for the 1 km race, Race-v1."""
     assert dyn4_gym.EPISODE_STEPS == EnvConfig().episode_steps
     for env_id in IDS:
         steps = EnvConfig.from_dict(gym.spec(env_id).kwargs).episode_steps
-        assert steps == (1200 if env_id.startswith(("Dyn4HumveeRace-", "Dyn4HumveeEco-")) else 800)
+        want = 2400 if env_id == "Dyn4HumveeRace-v1" else 1200 if env_id.startswith(("Dyn4HumveeRace-",
+                                                                                          "Dyn4HumveeEco-")) else 800
+        assert steps == want
         assert gym.spec(env_id).max_episode_steps == steps
         assert gym.make(env_id).spec.max_episode_steps == steps
 
