@@ -80,6 +80,9 @@ def test_the_design_gate_holds_on_every_held_out_course():
     times = np.array([np.inf if t is None else t for t in out["held_out"]["times"]])
     assert len(times) == 16 and out["task"] == "Dyn4HumveeRace-v1"
     assert np.all(out["straight_line_time"] <= 0.8 * times)
+    from dyn4_gym.agents.race import RACE_V1_LINE_TUNED
+
+    assert out["chosen"] == {k: getattr(RACE_V1_LINE_TUNED, k) for k in out["chosen"]}
 
 
 @pytest.mark.slow

@@ -36,7 +36,8 @@ from ..plant import HUMVEE
 from .classical import PurePursuit, PurePursuitParams
 
 __all__ = ["Envelope", "HUMVEE_ENVELOPE", "speed_profile", "RaceProfileParams", "RaceProfile", "RacingLineParams",
-           "RacingLine", "RaceResult", "run_race_baseline", "straight_line_time", "RACE_TUNED", "RACE_LINE_TUNED"]
+           "RacingLine", "RaceResult", "run_race_baseline", "straight_line_time", "RACE_TUNED", "RACE_LINE_TUNED",
+           "RACE_V1_LINE_TUNED"]
 
 
 @dataclass(frozen=True)
@@ -332,6 +333,9 @@ RACE_TUNED = RaceProfileParams(margin=0.7, lead=0.4)
 # race_line_baseline.json, "chosen"; tests/test_racing_line.py holds them equal): the strongest
 # classical race driver, the bar issue 44 sets every learner against
 RACE_LINE_TUNED = RacingLineParams(margin=0.9, safety=1.25, lookahead_gain=0.4)
+# and on Dyn4HumveeRace-v1 (benchmarks/baselines.py race_v1_line, docs/race_v1_line_baseline.json;
+# tests/test_versions_issue44.py holds them equal)
+RACE_V1_LINE_TUNED = RacingLineParams(margin=0.9, safety=0.75, lookahead_gain=0.4)
 
 
 @dataclass
