@@ -15,6 +15,9 @@ def parse_args(argv=None):
     ap = cli.Parser(description=__doc__.splitlines()[0])
     ap.add_policy()
     ap.add_env_kwargs()
+    ap.add_argument("--vecnormalize", default=None, metavar="PATH",
+                    help="an SB3 model's observation normaliser (default: vecnormalize.pkl beside the .zip, or in "
+                         "the folder named after it, RL Zoo's layout; nowhere else)")
     ap.add_argument("--seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=8,
                     help=f"how many held-out seeds, 1 to {len(EVAL_SEEDS)} (8: the README's tables)")
     ap.add_output("--out", "runs/eval")
@@ -27,7 +30,7 @@ def main(argv=None):
     from dyn4_gym.agents.evaluation import evaluate
     from dyn4_gym.agents.loading import load_fitting_policy
 
-    policy, name, env_kwargs = load_fitting_policy(args.policy, args.env_kwargs)
+    policy, name, env_kwargs = load_fitting_policy(args.policy, args.env_kwargs, args.vecnormalize)
     res = evaluate(policy, env_kwargs, seeds=EVAL_SEEDS[: args.seeds])
     _report(args, name, res)
 

@@ -5,9 +5,15 @@ final evaluation against the classical controller.
     python agents/train_diff.py --no-critic ...      # the truncated-BPTT ablation
     python agents/train_diff.py --help               # every SHACConfig field is a flag
     python agents/train_diff.py --resume runs/diff/model.pt --env-steps 400000   # continue to 400k
+
+A run's folder holds one run: an --out that already holds this script's files is refused unless
+the run resumes (--resume) or --overwrite replaces them (only this script's files go). Every
+file is written whole (a temporary file moved over it), so an interrupted run leaves a folder
+that the next run resumes or refuses.
 """
 
 import os
+import shutil
 
 from dyn4_gym import cli
 from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig
@@ -25,11 +31,25 @@ def parse_args(argv=None):
     ap.add_argument("--resume", default=None, help="a saved model.pt to continue from")
     ap.add_argument("--eval-seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=8)
     ap.add_output("--out", "runs/diff")
+    ap.add_argument("--overwrite", action="store_true", help="replace the run already in --out (its files only)")
     add_config_flags(ap, SHACConfig)
     args = ap.parse_args(argv)
     args.config = config_from_flags(SHACConfig, args, ap)
     ap.check_file("--resume", args.resume)
+    held = run_files(args.out)
+    if held and not (args.resume or args.overwrite):
+        ap.fail("--out", f"{args.out} already holds a run ({', '.join(held)}): --resume {os.path.join(args.out, 'model.pt')} "
+                         "to continue it, --overwrite to replace it, or another --out")
     return args
+
+
+# what a run writes in its --out
+RUN_FILES = ("model.pt", "config.json", "history.json", "evaluation.json", "tb")
+
+
+def run_files(out: str) -> list[str]:
+    """The files of a run already in ``out``."""
+    return [f for f in RUN_FILES if os.path.exists(os.path.join(out, f))] if os.path.isdir(out) else []
 
 
 @cli.script
@@ -40,8 +60,11 @@ def main(argv=None):
         agent = SHAC.load(args.resume)
     else:
         agent = SHAC(args.config, args.env_kwargs)
-    with open(os.path.join(args.out, "config.json"), "w") as fh:
-        fh.write(agent.config_json())
+    if args.overwrite:  # the old run's files go, the folder's other files stay
+        for f in run_files(args.out):
+            path = os.path.join(args.out, f)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    cli.write_text(os.path.join(args.out, "config.json"), agent.config_json())
 
     writer = None
     try:

@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 __all__ = ["Parser", "UsageError", "script", "positive_int", "nonneg_int", "positive_float", "int_in", "float_in",
-           "seed", "json_object", "write_json", "strict_json"]
+           "seed", "json_object", "write_json", "write_text", "strict_json"]
 
 
 class UsageError(ValueError):
@@ -210,8 +210,12 @@ def _no_constant(name: str):
 
 
 def strict_json(text: str):
-    """``json.loads`` that refuses ``NaN`` and ``Infinity``."""
-    return json.loads(text, parse_constant=_no_constant)
+    """``json.loads`` that refuses ``NaN`` and ``Infinity``, and JSON nested past the parser's
+    depth with a ``ValueError`` (it was a raw ``RecursionError``; issue 46)."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deep to read") from None
 
 
 def json_object(text: str) -> dict:
@@ -223,6 +227,14 @@ def json_object(text: str) -> dict:
     if not isinstance(v, dict):
         raise argparse.ArgumentTypeError(f"must be a JSON object, got {type(v).__name__}")
     return v
+
+
+def write_text(path: str, text: str) -> None:
+    """``text`` to ``path``, written whole or not at all (a temporary file moved over it)."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
 
 
 def write_json(path: str, value, **kw) -> None:
@@ -237,8 +249,4 @@ def write_json(path: str, value, **kw) -> None:
             return [clean(x) for x in v]
         return v
 
-    text = json.dumps(clean(value), allow_nan=False, **kw)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    write_text(path, json.dumps(clean(value), allow_nan=False, **kw))

@@ -17,9 +17,16 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["ENV_VAR", "set_threads", "script_threads"]
+__all__ = ["ENV_VAR", "set_threads", "script_threads", "max_threads"]
 
 ENV_VAR = "DYN4_GYM_THREADS"
+
+
+def max_threads() -> int:
+    """The most threads the knob takes: four per core of this machine. Past it nothing is gained,
+    and torch's pool asked for tens of thousands of threads crashes the process (issue 46:
+    99,999 segfaulted, even under ``--help``)."""
+    return 4 * max(1, os.cpu_count() or 1)
 
 
 def set_threads(n: int, numba_too: bool = True) -> None:
@@ -27,8 +34,8 @@ def set_threads(n: int, numba_too: bool = True) -> None:
     Numba's pool, ``NUMBA_NUM_THREADS``)."""
     import torch
 
-    if isinstance(n, bool) or not (isinstance(n, int) and n >= 1):
-        raise ValueError(f"threads must be a positive int, got {n!r}")
+    if isinstance(n, bool) or not (isinstance(n, int) and 1 <= n <= max_threads()):
+        raise ValueError(f"threads must be an int from 1 to {max_threads()} (4 per core), got {n!r}")
     torch.set_num_threads(n)
     if numba_too:
         from . import engine  # noqa: F401  (chooses the threading layer before the pool starts)
@@ -51,7 +58,7 @@ def script_threads(default_torch: int | None = 1) -> int | None:
         n = int(raw)
     except ValueError:
         n = 0
-    if n < 1:
-        raise ValueError(f"{ENV_VAR} must be a positive integer, got {raw!r}")
+    if not 1 <= n <= max_threads():
+        raise ValueError(f"{ENV_VAR} must be an integer from 1 to {max_threads()} (4 per core), got {raw!r}")
     set_threads(n)
     return n

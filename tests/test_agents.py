@@ -1,5 +1,6 @@
 """Agents: the classical controller's differentiable step, the differentiable trainer, scripts."""
 
+import json
 import os
 import subprocess
 import sys
@@ -251,6 +252,15 @@ def test_scripts_run_end_to_end(tmp_path):
                 "--env-kwargs", '{"course": {"length": 60.0}, "episode_steps": 60}', "--out", str(out))
     assert r.returncode == 0, r.stderr[-2000:]
     assert (out / "model.pt").exists() and (out / "config.json").exists() and (out / "evaluation.json").exists()
+    # a second run into the same folder is refused in one line; --overwrite replaces the run (issue 46)
+    again = ("agents/train_diff.py", "--iterations", "1", "--num-envs", "4", "--horizon", "8", "--eval-seeds", "1",
+             "--env-kwargs", '{"course": {"length": 60.0}, "episode_steps": 60}', "--out", str(out))
+    r = _script(*again)
+    assert r.returncode == 2 and "already holds a run" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    (out / "history.json").write_text("[]")
+    r = _script(*again, "--overwrite")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(json.loads((out / "history.json").read_text())) == 1  # the new run's one iteration
     r = _script("agents/evaluate.py", "--policy", str(out / "model.pt"), "--seeds", "2", "--out", str(tmp_path / "ev"))
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "ev" / "evaluation.png").exists()

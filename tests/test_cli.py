@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # each script and its flags that take a value
 SCRIPTS = {
-    "agents/evaluate.py": ["--policy", "--env-kwargs", "--seeds", "--out"],
+    "agents/evaluate.py": ["--policy", "--env-kwargs", "--vecnormalize", "--seeds", "--out"],
     "agents/train_diff.py": ["--env-steps", "--seconds", "--iterations", "--env-kwargs", "--resume", "--eval-seeds",
                              "--out", "--num-envs", "--horizon", "--gamma", "--actor-lr", "--hidden", "--seed",
                              "--lr-decay-steps", "--init-log-std"],

@@ -278,9 +278,15 @@ def test_a_bad_thread_count_stops_a_script_in_one_line():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    r = subprocess.run([sys.executable, str(root / "agents" / "evaluate.py"), "--seeds", "1"], capture_output=True,
-                       text=True, timeout=120, env=dict(os.environ, DYN4_GYM_THREADS="-3"))
-    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "DYN4_GYM_THREADS" in r.stderr
+    for bad in ("-3", "99999"):  # 99999 segfaulted in torch's pool, even under --help (issue 46)
+        for args in (["--seeds", "1"], ["--help"]):
+            r = subprocess.run([sys.executable, str(root / "agents" / "evaluate.py"), *args], capture_output=True,
+                               text=True, timeout=120, env=dict(os.environ, DYN4_GYM_THREADS=bad))
+            assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "DYN4_GYM_THREADS" in r.stderr
+    from dyn4_gym.threads import max_threads, set_threads
+
+    with pytest.raises(ValueError, match="4 per core"):
+        set_threads(max_threads() + 1)
 
 
 # ------------------------------------------------------------------ the start pose

@@ -8,9 +8,10 @@ import os
 __all__ = ["load_policy", "check_policy_fits", "load_fitting_policy"]
 
 
-def load_policy(path: str, env_kwargs: dict | None = None):
+def load_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | None = None):
     """``(policy, name, env_kwargs)``: the saved env keyword arguments merged under
-    ``env_kwargs``. A bad file raises ``CheckpointError``, never a raw traceback."""
+    ``env_kwargs``. A bad file raises ``CheckpointError``, never a raw traceback. ``vecnormalize``
+    names an SB3 model's observation normaliser (else the one beside it, ``find_vecnormalize``)."""
     from .classical import PurePursuit
     from .shac import SHAC
 
@@ -20,9 +21,13 @@ def load_policy(path: str, env_kwargs: dict | None = None):
     if path.endswith(".zip"):
         from .sb3_glue import sb3_policy
 
-        policy, saved = sb3_policy(path)
+        policy, saved = sb3_policy(path, vecnormalize)
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path)
         return policy, name, {**saved, **env_kwargs}
+    if vecnormalize is not None:
+        from .shac import CheckpointError
+
+        raise CheckpointError(f"a normaliser ({vecnormalize}) goes with an SB3 model (.zip), not with {path}")
     policy, saved = SHAC.load_policy(path)  # the policy alone: no training env of the file's size
     return policy, os.path.basename(path), {**saved, **env_kwargs}
 
@@ -52,8 +57,8 @@ def check_policy_fits(policy, name: str, env_kwargs: dict) -> None:
         raise UsageError(f"{where}: {exc}") from None
 
 
-def load_fitting_policy(path: str, env_kwargs: dict | None = None):
+def load_fitting_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | None = None):
     """:func:`load_policy`, then :func:`check_policy_fits` on the env it will drive."""
-    policy, name, env_kwargs = load_policy(path, env_kwargs)
+    policy, name, env_kwargs = load_policy(path, env_kwargs, vecnormalize)
     check_policy_fits(policy, name, env_kwargs)
     return policy, name, env_kwargs

@@ -131,25 +131,28 @@ class EpisodeTermsCallback(_callback_base()):
 
 
 def find_vecnormalize(model_path: str) -> str | None:
-    """The observation normaliser saved with an SB3 model: ``vecnormalize.pkl`` beside it
-    (train_sb3.py), or in the folder named after it or after its env (RL Zoo: ``<run>/<env id>/
-    vecnormalize.pkl`` beside ``<run>/<env id>.zip``); None if there is none."""
+    """The observation normaliser saved with an SB3 model, from the two places the conventions put
+    it and nowhere else: ``vecnormalize.pkl`` beside the zip (train_sb3.py), or in the folder
+    named after the zip's stem (RL Zoo: ``<run>/<env id>/vecnormalize.pkl`` beside ``<run>/<env
+    id>.zip``); None if neither has one. (Any other file, in any other folder, is never
+    unpickled unless the user names it: ``sb3_policy(..., vecnormalize=PATH)``; issue 46.)"""
     folder = os.path.dirname(os.path.abspath(model_path))
     stem = os.path.splitext(os.path.basename(model_path))[0]
     for cand in (os.path.join(folder, "vecnormalize.pkl"), os.path.join(folder, stem, "vecnormalize.pkl")):
         if os.path.isfile(cand):
             return cand
-    found = sorted(os.path.join(folder, d, "vecnormalize.pkl") for d in os.listdir(folder)
-                   if os.path.isfile(os.path.join(folder, d, "vecnormalize.pkl")))
-    return found[0] if len(found) == 1 else None
+    return None
 
 
-def sb3_policy(model_path: str):
+def sb3_policy(model_path: str, vecnormalize: str | None = None):
     """``(policy(obs tensor) -> action tensor, env_kwargs)`` for an SB3 model (train_sb3.py's, RL
-    Zoo's or any PPO / SAC / TD3 / A2C ``.zip``), with its observation normalisation
-    (:func:`find_vecnormalize`) applied; a warning says when there is none to apply."""
+    Zoo's or any PPO / SAC / TD3 / A2C ``.zip``), with its observation normalisation applied:
+    the file ``vecnormalize`` names, else the one :func:`find_vecnormalize` finds beside the
+    model. The file loaded is printed (stderr); one that is not a ``VecNormalize`` is a
+    ``CheckpointError``; a warning says when there is none to apply."""
     import json
     import pickle
+    import sys
     import warnings
 
     import stable_baselines3 as sb3
@@ -178,10 +181,21 @@ def sb3_policy(model_path: str):
         if model is None:
             raise ValueError("no SB3 algorithm loads it (" + "; ".join(errors)[:300] + ")")
         norm = None
-        vn = find_vecnormalize(model_path)
+        if vecnormalize is not None and not os.path.isfile(vecnormalize):
+            raise ValueError(f"the normaliser {vecnormalize} named for it is not a file")
+        vn = vecnormalize if vecnormalize is not None else find_vecnormalize(model_path)
         if vn is not None:
+            from stable_baselines3.common.vec_env import VecNormalize
+
+            print(f"observation normaliser: {vn}", file=sys.stderr)
             with open(vn, "rb") as fh:
-                norm = pickle.load(fh)  # noqa: S301 (SB3's own format)
+                norm = pickle.load(fh)  # noqa: S301 (SB3's own format, from where the model's conventions put it)
+            if not isinstance(norm, VecNormalize):
+                raise ValueError(f"{vn} holds a {type(norm).__name__}, not SB3's VecNormalize")
+            rms = getattr(norm, "obs_rms", None)
+            stats = [getattr(rms, "mean", None), getattr(rms, "var", None)] if norm.norm_obs else []
+            if any(v is None or not np.all(np.isfinite(np.asarray(v, dtype=np.float64))) for v in stats):
+                raise ValueError(f"{vn} holds non-finite observation statistics (mean or variance)")
     except Exception as exc:
         raise CheckpointError(f"{model_path} is not a usable SB3 model ({_why(exc)})") from None
     if norm is None:

@@ -19,6 +19,8 @@ actions are ``tanh``-squashed into the action box; evaluation uses the mean.
 
 from __future__ import annotations
 
+import os
+
 import dataclasses
 import json
 import math
@@ -462,7 +464,15 @@ class SHAC:
                     env_steps=self.env_steps, iterations=self.iterations, gen=self.gen.get_state())
 
     def save(self, path: str) -> None:
-        torch.save(self.state_dict(), path)
+        """Write the checkpoint whole or not at all: to a temporary file beside ``path``, then
+        moved over it, so an interrupted save leaves the previous checkpoint (issue 46)."""
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            torch.save(self.state_dict(), tmp)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
 
     @classmethod
     def load(cls, path: str) -> "SHAC":

@@ -46,7 +46,9 @@ class CourseConfig:
     def __post_init__(self):
         if self.centre_line is None:
             return
-        try:  # a tuple of (x, y) pairs, and the length it gives
+        try:  # a tuple of (x, y) pairs, and the length it gives; a bool or a string is no coordinate (validate says so)
+            if any(isinstance(v, (bool, str, bytes)) for q in self.centre_line for v in q):
+                return
             line = tuple((float(x), float(y)) for x, y in self.centre_line)
             length = _line_length(line, self.spacing)
         except (TypeError, ValueError, OverflowError, ZeroDivisionError, IndexError):
@@ -89,9 +91,11 @@ def _line_length(line, spacing) -> float:
 def _check_line(path: str, line, c) -> None:
     import numpy as np
 
-    if not isinstance(line, tuple) or len(line) < 2 or not all(
-            isinstance(q, tuple) and len(q) == 2 and all(is_num(v) for v in q) for q in line):
+    if not isinstance(line, (tuple, list)) or len(line) < 2 or not all(
+            isinstance(q, (tuple, list)) and len(q) == 2 for q in line):
         raise ConfigError(f"{path} must be two or more (x, y) points, got {line!r:.200}")
+    if not all(is_num(v) for q in line for v in q):
+        raise ConfigError(f"{path}: every coordinate must be a number [m] (not a bool or a string), got {line!r:.200}")
     pts = np.asarray(line, dtype=np.float64)
     if not (np.isfinite(pts).all() and np.abs(pts).max() <= 1e6):
         raise ConfigError(f"{path} must be finite points within +-1e6 m")
