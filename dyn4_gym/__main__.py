@@ -1,11 +1,12 @@
 """The main job: ``python -m dyn4_gym`` trains a policy through the plant (SHAC) for a budget of
-env steps (the same result on every machine for the same seed; a few minutes on two cores),
-evaluates it against the task's classical baseline on held-out courses, and writes plots
+env steps (the same result for the same seed on one installation; a few minutes on two cores),
+evaluates it against the task's classical drivers on held-out courses, and writes plots
 (``runs/main/`` by default).
 
-Its task is the one where the differentiable path wins most in the learning benchmark
-(README, "Tasks at the limits"): ``Dyn4HumveeRace-v0``, against the minimum-time speed profile
-tracked by pure pursuit, with SHAC's published schedule. ``--task v1`` trains on
+Its task is ``Dyn4HumveeRace-v0`` (README, "Tasks at the limits"), with SHAC's published
+schedule, against the centre-line minimum-time speed profile tracked by pure pursuit and the
+racing line (the strongest classical driver, issue 44), beside the floored straight-line
+reference. ``--task v1`` trains on
 ``Dyn4Humvee-v1`` against pure pursuit instead (the project's first task).
 
     python -m dyn4_gym [--env-steps 100000] [--seconds S] [--task race|v1] [--out runs/main]
