@@ -228,3 +228,82 @@ def test_the_small_ones_say_what_is_wrong(tmp_path):
     venv.save(str(tmp_path / "vecnormalize.pkl"))
     with pytest.raises(CheckpointError, match="non-finite observation statistics"):
         load_policy(str(tmp_path / "model.zip"), SHORT)
+
+
+TWO_THREADS = """
+import sys, threading
+import numpy as np
+import dyn4_gym  # noqa: F401
+from dyn4_gym.envs import Dyn4VectorEnv
+
+errors = []
+
+
+def run(seed):
+    try:
+        env = Dyn4VectorEnv(num_envs=8, engine="numba", course={"length": 80.0}, episode_steps=60)
+        env.reset(seed=seed)
+        for _ in range(300):
+            obs, *_ = env.step(np.tile([0.05, 0.3], (8, 1)).astype(np.float32))
+        assert np.isfinite(obs).all()
+    except BaseException as exc:
+        errors.append(repr(exc))
+
+
+threads = [threading.Thread(target=run, args=(s,)) for s in (0, 1)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+import numba
+print(numba.threading_layer(), errors)
+sys.exit(1 if errors else 0)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layer", ["workqueue", None])
+def test_two_threads_stepping_batched_envs_finish(layer, tmp_path):
+    """Class 5: two Python threads stepping batched envs aborted the process where Numba ran on
+    its work queue (a venv's TBB was off the loader's path). Now the task kernels serialise their
+    parallel launches on the work queue (forced here; measured: without the guard the same script
+    aborts with "Concurrent access has been detected"), and the default layer is TBB."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "two_threads.py"
+    script.write_text(TWO_THREADS)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+    if layer:
+        env["NUMBA_THREADING_LAYER"] = layer
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=900, env=env)
+    assert r.returncode == 0, (r.returncode, r.stdout[-500:], r.stderr[-1500:])
+    assert r.stdout.split()[0] == (layer or ("tbb" if _tbb_wheel() else r.stdout.split()[0]))
+
+
+def _tbb_wheel() -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.version("tbb")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def test_the_tbb_wheels_library_is_loaded_from_the_environment():
+    """Where the ``tbb`` wheel is installed (Linux x86_64: a dependency), its libtbb is loaded
+    from the environment's lib folder before Numba picks its layer."""
+    import os
+    import platform
+    import sys
+
+    import dyn4_gym.engine as engine
+
+    if not (sys.platform.startswith("linux") and platform.machine() == "x86_64" and _tbb_wheel()):
+        pytest.skip("the tbb wheel is a dependency on Linux x86_64 only")
+    if os.environ.get("NUMBA_THREADING_LAYER"):
+        pytest.skip("a threading layer was chosen by the user")
+    assert engine.TBB_LIBRARY is not None and engine.TBB_LIBRARY.endswith("libtbb.so.12")
+    assert engine.preload_tbb() == engine.TBB_LIBRARY

@@ -6,7 +6,10 @@ user chose one (``NUMBA_THREADING_LAYER``) or a parallel kernel already ran in t
 TBB first, then Numba's own work queue, GNU OpenMP last. Both TBB and the work queue are safe to
 ``fork()`` after a batched env stepped (GNU OpenMP terminates the child, and a
 ``multiprocessing.Pool`` then waits forever), and neither shares libgomp with torch, whose
-thread count an OpenMP launch would reset (tests/test_processes.py). TBB also measured fastest
+thread count an OpenMP launch would reset (tests/test_processes.py). The ``tbb`` wheel's library
+is loaded from the environment's ``lib`` folder first (:func:`preload_tbb`: a venv's is off the
+loader's path); where TBB still does not load, the task kernels serialise their parallel launches
+across Python threads (the work queue is not thread-safe). TBB also measured fastest
 here at small batches (4 rows: 37k env steps/s against 12k on the work queue and under 100 on
 OpenMP, which spin-waits on a 2-core machine).
 
@@ -19,13 +22,39 @@ against its own file only, so after an edit of ``numba_plant.py`` the task kerne
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 import numba
 
+
+def preload_tbb() -> str | None:
+    """Load the ``tbb`` wheel's ``libtbb.so.12`` from this environment's ``lib`` folder, so that
+    Numba's TBB layer finds it by name: the wheel puts it in ``<venv>/lib``, which is not on the
+    loader's path, and without it Numba fell back to its work queue, which is not thread-safe
+    (issue 46). Returns the path loaded, or None (not Linux, no such file, or it did not load:
+    then the loader's own search decides, as before)."""
+    import ctypes
+
+    if not sys.platform.startswith("linux"):
+        return None
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix, sys.exec_prefix)):
+        path = os.path.join(prefix, "lib", "libtbb.so.12")
+        if os.path.isfile(path):
+            try:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                return path
+            except OSError:
+                continue
+    return None
+
+
 if os.environ.get("NUMBA_THREADING_LAYER") is None and numba.config.THREADING_LAYER == "default":
     # a permutation of all three is required; OpenMP is only reached if the other two fail to load
     numba.config.THREADING_LAYER_PRIORITY = ["tbb", "workqueue", "omp"]
+    TBB_LIBRARY = preload_tbb()
+else:
+    TBB_LIBRARY = None
 
 
 def _sources_digest() -> str:

@@ -19,7 +19,9 @@ process loads it).
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -545,7 +547,38 @@ TASK_PARALLEL_FROM = 2
 
 def _kernel(k, name: str, rows: int):
     serial, parallel = k.kernels[name]
-    return parallel if rows >= TASK_PARALLEL_FROM else serial
+    if rows < TASK_PARALLEL_FROM:
+        return serial
+    if _thread_safe_layer():
+        return parallel
+    return functools.partial(_serialised, parallel)
+
+
+# Numba's work queue (its layer where TBB does not load) is not thread-safe: two Python threads
+# launching parallel kernels at once abort the process (issue 46). There the parallel kernels
+# take turns; under TBB or OpenMP they run as they are.
+_PARALLEL_LOCK = threading.Lock()
+_LAYER_SAFE = None
+
+
+def _thread_safe_layer() -> bool:
+    """Whether the threading layer Numba chose takes parallel launches from several threads at
+    once (TBB and OpenMP do, the work queue does not); False until a parallel kernel has run and
+    the layer is known, so the first launches are serialised too."""
+    global _LAYER_SAFE
+    if _LAYER_SAFE is None:
+        import numba
+
+        try:
+            _LAYER_SAFE = numba.threading_layer() in ("tbb", "omp")
+        except ValueError:  # no parallel kernel has run in this process yet
+            return False
+    return _LAYER_SAFE
+
+
+def _serialised(fn, *args):
+    with _PARALLEL_LOCK:
+        return fn(*args)
 
 
 def check_rows(name: str, rows: np.ndarray, B: int) -> None:
