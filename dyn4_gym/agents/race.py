@@ -186,21 +186,24 @@ class RacingLineParams:
 FOOTPRINT = 3.0
 
 
+def _footprint(a: np.ndarray, k: int, reduce) -> np.ndarray:
+    """Each row of ``a (B, N)`` reduced (``np.min``, ``np.mean``) over ``k`` points either side
+    (held at the ends)."""
+    if k <= 0:
+        return a
+    padded = np.pad(a, ((0, 0), (k, k)), mode="edge")
+    return reduce(np.lib.stride_tricks.sliding_window_view(padded, 2 * k + 1, axis=1), axis=-1)
+
+
 def _footprint_min(mu: np.ndarray, k: int) -> np.ndarray:
     """Each row's friction ``(B, N)`` replaced by its least within ``k`` points either side."""
-    if k <= 0:
-        return mu
-    padded = np.pad(mu, ((0, 0), (k, k)), mode="edge")
-    return np.lib.stride_tricks.sliding_window_view(padded, 2 * k + 1, axis=1).min(-1)
+    return _footprint(mu, k, np.min)
 
 
 def _footprint_mean(h: np.ndarray, k: int) -> np.ndarray:
     """Each row's height ``(B, N)`` averaged over ``k`` points either side: the body rides the
     hills and the suspension swallows what is shorter than the car (a 1 m bump)."""
-    if k <= 0:
-        return h
-    padded = np.pad(h, ((0, 0), (k, k)), mode="edge")
-    return np.lib.stride_tricks.sliding_window_view(padded, 2 * k + 1, axis=1).mean(-1)
+    return _footprint(h, k, np.mean)
 
 
 def _second_derivative(z: np.ndarray, ds: np.ndarray) -> np.ndarray:
@@ -214,9 +217,9 @@ class RacingLine:
     """The strongest classical race driver here (issue 44): the minimum-curvature line inside the
     corridor (:mod:`dyn4_gym.agents.racing_line`), the forward-backward speed profile over that
     line's curvature, the least friction under the car's footprint (``FOOTPRINT``) and the
-    ground's vertical curvature (the hills' crests unload the tires; :func:`speed_profile`), pure pursuit on the line with a speed-scaled lookahead (Coulter 1992),
-    and the profile's acceleration fed forward with a speed loop on the profile, both read
-    ``lead`` seconds ahead. ``plan(state)`` at reset, then ``act(obs, state)``.
+    ground's vertical curvature (the hills' crests unload the tires; :func:`speed_profile`), pure
+    pursuit on the line with a speed-scaled lookahead (Coulter 1992), and the profile's
+    acceleration fed forward with a speed loop on the profile, both read ``lead`` seconds ahead. ``plan(state)`` at reset, then ``act(obs, state)``.
 
     It knows what the learners do not: the whole course and the friction under it (the learners
     see five preview points up to 60 m ahead and the friction at them), and its own pose in the
