@@ -219,11 +219,14 @@ class RacingLine:
     line's curvature, the least friction under the car's footprint (``FOOTPRINT``) and the
     ground's vertical curvature (the hills' crests unload the tires; :func:`speed_profile`), pure
     pursuit on the line with a speed-scaled lookahead (Coulter 1992), and the profile's
-    acceleration fed forward with a speed loop on the profile, both read ``lead`` seconds ahead. ``plan(state)`` at reset, then ``act(obs, state)``.
+    acceleration fed forward with a speed loop on the profile, both read ``lead`` seconds ahead.
+    ``plan(state)`` at reset, then ``act(obs, state)``.
 
-    It knows what the learners do not: the whole course and the friction under it (the learners
-    see five preview points up to 60 m ahead and the friction at them), and its own pose in the
-    world (theirs is relative to the centre line)."""
+    It knows what the learners do not: the whole course, the friction and the height under it
+    (the learners see five preview points of the centre line, up to 60 m ahead on Race-v0 and
+    120 m on Race-v1, and the friction at them), and its own pose in the world (theirs is
+    relative to the centre line). Planning (a QP and a profile per course) runs in numpy at
+    reset; ``act`` is batched torch."""
 
     def __init__(self, core: TaskCore, params: RacingLineParams | tuple = RacingLineParams(),
                  envelope: Envelope = HUMVEE_ENVELOPE, spec=HUMVEE):
