@@ -250,6 +250,7 @@ def test_engine_choice_and_fallbacks():
         Dyn4Env(engine="jax")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the grid kind has a kernel ground: no fallback
+        warnings.filterwarnings("ignore", ".*is out of date", DeprecationWarning)  # an older id (issue 44)
         assert Dyn4Env(ground={"kind": "grid", "mu": np.full((4, 4), 0.5).tolist()}).engine == "numba"
     env = gym.make("Dyn4Humvee-v1", engine="torch")
     assert env.spec.kwargs["engine"] == "torch" and gym.spec("Dyn4Humvee-v1").kwargs["engine"] == "auto"
@@ -267,6 +268,7 @@ def test_numba_env_pickles_and_runs_in_subprocesses():
     assert np.array_equal(a[0], b[0]) and a[1] == b[1]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning from the fast path
+        warnings.filterwarnings("ignore", ".*is out of date", DeprecationWarning)  # an older id (issue 44)
         av = gym.make_vec("Dyn4Humvee-v1", num_envs=2, vectorization_mode="async")
         sv = gym.make_vec("Dyn4Humvee-v1", num_envs=2, vectorization_mode="sync")
     try:
@@ -436,6 +438,7 @@ def test_a_registered_kind_with_a_kernel_ground_runs_in_the_kernel(washboard):
     kw = dict(dtype="float64", episode_steps=60, ground={"kind": "test_washboard"})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", ".*is out of date", DeprecationWarning)  # an older id (issue 44)
         env = Dyn4VectorEnv(num_envs=3, engine="numba", **kw)
     nb = _drive(env, 200, n=3)
     tc = _drive(Dyn4VectorEnv(num_envs=3, engine="torch", **kw), 200, n=3)
