@@ -30,13 +30,14 @@ Prints the metric (IQM with its 95 % bootstrap interval) and writes everything a
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import time
 
 import numpy as np
 
-from dyn4_gym import cli
+from dyn4_gym import RACE, RACE_V1, cli
 from dyn4_gym.agents.eco import run_eco_baseline
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, VALIDATION_SEEDS
 from dyn4_gym.agents.race import RaceProfileParams, RacingLineParams, run_race_baseline
@@ -48,9 +49,10 @@ def _race(seeds, margin, lead):
     return r.finished, r.time, dict(times=r.time.tolist(), returns=r.returns.tolist())  # time: inf if not finished
 
 
-def _race_lines(seeds, settings, task=None):
-    """Every setting of the racing line's grid in one batch (a row per setting and course: the
-    torch harness's cost is per step, not per row), each setting's (finished, time, extra)."""
+def _race_lines(seeds, settings, task):
+    """Every setting of the racing line's grid in one batch on the race ``task`` (a row per setting
+    and course: the torch harness's cost is per step, not per row), each setting's (finished,
+    time, extra)."""
     n = len(seeds)
     r = run_race_baseline(list(seeds) * len(settings), params=[RacingLineParams(**st) for st in settings for _ in seeds],
                           task=task)
@@ -59,18 +61,14 @@ def _race_lines(seeds, settings, task=None):
             for i in range(len(settings))]
 
 
-def _race_line(seeds, **setting):
-    return _race_lines(seeds, [setting])[0]
+# the racing line's tuning tasks and the race each runs on (their grids run as one batch)
+LINE_TASKS = {"race_line": RACE, "race_v1_line": RACE_V1}
+GRID_RUNNERS = {name: functools.partial(_race_lines, task=race) for name, race in LINE_TASKS.items()}
 
 
-def _race_v1_line(seeds, **setting):
-    return _race_v1_lines(seeds, [setting])[0]
-
-
-def _race_v1_lines(seeds, settings):
-    from dyn4_gym import RACE_V1
-
-    return _race_lines(seeds, settings, task=RACE_V1)
+def _race_line_on(name: str):
+    """A one-setting runner for the racing line's task ``name``."""
+    return lambda seeds, **setting: GRID_RUNNERS[name](seeds, [setting])[0]
 
 
 def _eco(seeds, speed_scale, coast_m=None):
@@ -85,21 +83,17 @@ TASKS = {
     # the strongest classical race driver (issue 44): 24 settings, six times each learner's
     # equal-budget sweep (docs/sweeps.md: 4 each), written down before it ran
     "race_line": ("Dyn4HumveeRace-v0", "min-curvature racing line + min-time profile + pure pursuit", "time", "s",
-                  _race_line, {"margin": (0.8, 0.85, 0.9, 0.95), "safety": (0.75, 1.25, 1.75),
+                  _race_line_on("race_line"), {"margin": (0.8, 0.85, 0.9, 0.95), "safety": (0.75, 1.25, 1.75),
                                "lookahead_gain": (0.4, 0.7)}),
     # the same driver and grid on the race where cornering decides (issue 44)
     "race_v1_line": ("Dyn4HumveeRace-v1", "min-curvature racing line + min-time profile + pure pursuit", "time", "s",
-                     _race_v1_line, {"margin": (0.8, 0.85, 0.9, 0.95), "safety": (0.75, 1.25, 1.75),
+                     _race_line_on("race_v1_line"), {"margin": (0.8, 0.85, 0.9, 0.95), "safety": (0.75, 1.25, 1.75),
                                      "lookahead_gain": (0.4, 0.7)}),
     "eco": ("Dyn4HumveeEco-v1", "constant-speed pure pursuit (pedals)", "litres_per_100km", "L/100 km", _eco,
             {"speed_scale": (0.9, 0.95, 1.0)}),
     "eco_coast": ("Dyn4HumveeEco-v1", "cruise-and-coast pure pursuit (pedals)", "litres_per_100km", "L/100 km", _eco,
                   {"speed_scale": (0.95, 1.0, 1.05, 1.1), "coast_m": (25.0, 50.0, 75.0, 100.0)}),
 }
-
-
-# tasks whose whole grid runs as one batch: task -> runner of (seeds, settings)
-GRID_RUNNERS = {"race_line": _race_lines, "race_v1_line": _race_v1_lines}
 
 
 def _summary(run, seeds, setting: dict, result=None) -> dict:
@@ -141,11 +135,10 @@ def main(argv=None) -> dict:
           f"({time.perf_counter() - t0:.0f} s in all)")
     out = dict(task=env_id, method=method, metric=metric, unit=unit, chosen=chosen, tuning=tuning,
                held_out=held_out, eval_seeds=list(eval_seeds))
-    if args.task in ("race_line", "race_v1_line"):  # the floored straight-line reference (issue 44's gate)
-        from dyn4_gym import RACE, RACE_V1
+    if args.task in LINE_TASKS:  # the floored straight-line reference (issue 44's gate)
         from dyn4_gym.agents.race import straight_line_time
 
-        out["straight_line_time"] = straight_line_time(task=RACE if args.task == "race_line" else RACE_V1)
+        out["straight_line_time"] = straight_line_time(task=LINE_TASKS[args.task])
         print(f"floored straight line over the course's length: {out['straight_line_time']:.2f} s")
     if args.out:
         cli.write_json(args.out, out, indent=1)  # strict JSON: an inf figure (nothing counted) is null

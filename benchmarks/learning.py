@@ -39,6 +39,7 @@ import argparse
 import contextlib
 import dataclasses
 import csv
+import functools
 import json
 import os
 import shutil
@@ -602,8 +603,9 @@ STRONG_NAMES = {"race": "racing line", "eco": "cruise and coast"}
 def _cap(task: str) -> float | None:
     """A race's truncation time [s]: the score an unfinished course takes in the penalised mean
     (eco has no such cap: a late or unfinished course's fuel is not a time)."""
-    kwargs = LIMITS[task][1]
-    return kwargs["episode_steps"] * 0.05 if LIMITS[task][3] == "s" else None
+    from dyn4_gym.agents.race import truncation_time
+
+    return truncation_time(task=LIMITS[task][1]) if LIMITS[task][3] == "s" else None
 
 
 def _figure(values, cap: float | None = None) -> dict:
@@ -615,7 +617,7 @@ def _figure(values, cap: float | None = None) -> dict:
     out = dict(iqm=iqm(v), ci95=[lo, hi], counted=finish_rate(v), counted_ci95=list(bootstrap_ci(v, stat=finish_rate)),
                seeds=int(v.shape[0]), courses=int(v.shape[1]))
     if cap is not None:
-        pm = lambda t: penalised_mean(t, cap)  # noqa: E731
+        pm = functools.partial(penalised_mean, cap=cap)
         out.update(penalised_mean=pm(v), penalised_mean_ci95=list(bootstrap_ci(v, stat=pm)), cap=cap)
     return out
 
@@ -629,8 +631,7 @@ def _paired(a, b, cap: float | None = None) -> dict:
     out = dict(gain=g, gain_ci95=[lo, hi])
     beats = bool(lo > 0)
     if cap is not None:
-        pm = lambda t: penalised_mean(t, cap)  # noqa: E731
-        g, lo, hi = paired_ci(a, b, stat=pm)
+        g, lo, hi = paired_ci(a, b, stat=functools.partial(penalised_mean, cap=cap))
         out.update(mean_gain=g, mean_gain_ci95=[lo, hi])
         beats = beats and bool(lo > 0)
     d, lo, hi = paired_ci(a, b, stat=finish_rate, compare=lambda x, y: x - y)

@@ -163,10 +163,8 @@ def _race_report(args, agent, env_kwargs, history, seeds, t0) -> dict:
     import numpy as np
 
     from .agents.evaluation import evaluate
-    from . import RACE
-    from .agents.race import RACE_LINE_TUNED, RACE_TUNED, run_race_baseline, straight_line_time
+    from .agents.race import RACE_LINE_TUNED, RACE_TUNED, run_race_baseline, straight_line_time, truncation_time
     from .agents.stats import bootstrap_ci, iqm, paired_ci, penalised_mean
-    from .envs import EnvConfig
 
     mine = evaluate(agent.policy, env_kwargs, seeds=seeds)
     print("the classical drivers on the same courses (the racing line plans each course first) ...", flush=True)
@@ -174,7 +172,7 @@ def _race_report(args, agent, env_kwargs, history, seeds, t0) -> dict:
     line = run_race_baseline(seeds, env_kwargs=args.env_kwargs, params=RACE_LINE_TUNED)
     floor = straight_line_time(args.env_kwargs)
     t_mine, t_base, t_line = mine.arrival, base.time, line.time  # inf where not finished
-    cap = EnvConfig.from_dict(dict(RACE, **(args.env_kwargs or {}))).episode_steps * 0.05  # [s] truncation
+    cap = truncation_time(args.env_kwargs)
     fig_of = {}
     cols = (("trained", t_mine), ("baseline", t_base), ("racing line", t_line))
     for name, t in cols:

@@ -36,7 +36,7 @@ from ..plant import HUMVEE
 from .classical import PurePursuit, PurePursuitParams
 
 __all__ = ["Envelope", "HUMVEE_ENVELOPE", "speed_profile", "RaceProfileParams", "RaceProfile", "RacingLineParams",
-           "RacingLine", "RaceResult", "run_race_baseline", "straight_line_time", "RACE_TUNED", "RACE_LINE_TUNED",
+           "RacingLine", "RaceResult", "run_race_baseline", "straight_line_time", "truncation_time", "RACE_TUNED", "RACE_LINE_TUNED",
            "RACE_V1_LINE_TUNED"]
 
 
@@ -371,9 +371,8 @@ def run_race_baseline(seeds, env_kwargs: dict | None = None,
     core = TaskCore(EnvConfig.from_dict(kw))
     B = len(seeds)
     state = core.new_state(torch.as_tensor(list(seeds), dtype=torch.long), torch.zeros(B, dtype=torch.long))
-    racing = isinstance(params, RacingLineParams) or (isinstance(params, (tuple, list)) and params
-                                                       and isinstance(params[0], RacingLineParams))
-    agent = (RacingLine if racing else RaceProfile)(core, tuple(params) if isinstance(params, list) else params)
+    first = params[0] if isinstance(params, (tuple, list)) and params else params
+    agent = (RacingLine if isinstance(first, RacingLineParams) else RaceProfile)(core, params)
     agent.plan(state)
     obs = core.observe(state)
     dt = core.cfg.control_dt
@@ -414,8 +413,19 @@ def straight_line_time(env_kwargs: dict | None = None, task: dict | None = None)
     length = EnvConfig.from_dict(dict(kw, dtype="float64")).course.length
     course = dict(kw.get("course", {}), centre_line=((0.0, 0.0), (length, 0.0)))
     ground = dict(kw.get("ground", {}), n_patches=0, n_bumps=0, hills_amplitude=0.0)
-    # at least the race's 60 s: the reference is the car's, not the episode's limit
+    # at least the task's own episode: the reference is the car's, not the episode's limit
     steps = max(int(kw.get("episode_steps", 1200)), int(race["episode_steps"]))
     r = run_race_baseline([0], env_kwargs=dict(kw, course=course, ground=ground, episode_steps=steps),
                           policy=lambda obs: torch.tensor([[0.0, 1.0]] * obs.shape[0]), task=race)
     return float(r.time[0])
+
+
+def truncation_time(env_kwargs: dict | None = None, task: dict | None = None) -> float:
+    """[s] When a race's episode is cut (``episode_steps x control_dt`` of ``task``, ``dyn4_gym.RACE``
+    unless given, with ``env_kwargs`` over it): the time an unfinished course counts at in the
+    penalised mean."""
+    import dyn4_gym
+
+    kw = {k: v for k, v in (dyn4_gym.RACE if task is None else task).items() if k != "engine"}
+    cfg = EnvConfig.from_dict(dict(kw, **(env_kwargs or {})))
+    return cfg.episode_steps * cfg.control_dt
