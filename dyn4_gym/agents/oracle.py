@@ -1,0 +1,222 @@
+"""The race's oracle through the differentiable plant (issue 44): per course, what the whole
+episode's actions can reach when they are optimised by gradient through the torch plant.
+
+What a policy could reach with this plant on a course it knew in full. Raw open-loop actions
+optimised over a whole episode are ill-conditioned (a change of steer early on moves every later
+state; measured here, Adam's first step on them made every run worse), so the decision variables
+ride on a stabilising driver, as in closed-loop shooting: the racing-line driver
+(:class:`~dyn4_gym.agents.race.RacingLine`, the strongest classical driver, and bolder settings of
+it as restarts) plus a free residual per step ``r (T, B, 2)`` on its actions, and a scale per point
+``rho (B, N)`` on its speed profile (``v_ref = v (1 + rho)``, its feed-forward recomputed). Both
+are improved by Adam, kept in boxes by clamping after each step, on
+
+    loss_b = -mean_t min(s_t, goal) / goal + w_edge sum_t relu(|e_t| - (h - edge))^2
+             + w_roll sum_t relu(|phi_t| - roll_frac phi_max)^2,
+
+the area under the progress curve (a row ahead at every step arrives first) with smooth barriers
+for the two things that end an episode early: the corridor (cross-track ``e`` [m] past
+``h - edge``, ``h`` the half width) and the roll limit, counted until the row's episode ends.
+Friction needs no barrier: the tires' saturation is the plant's own (Pacejka in the friction
+ellipse), so sliding costs time by itself.
+
+Every iteration's rollout *is* the env's episode (the same ``TaskCore.step``, float64), so each
+row's finish time is read off it as the harness measures any driver (``info["success"]``, the
+step count times ``control_dt``; a run that left the corridor or rolled first does not finish),
+and the best finishing run per course is kept with the actions it took, which replay open loop
+(the plant is deterministic). Iteration 0 drives the starts as they are, so the oracle is never
+slower than the driver it starts from. Backpropagation runs through the whole episode. Batched:
+courses x starts are the rows of one rollout, and rows are independent.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..envs import EnvConfig, TaskCore
+from ..model.state import DYN4
+from .race import RACE_LINE_TUNED, RacingLine, RacingLineParams
+
+__all__ = ["OracleParams", "OracleResult", "race_oracle", "record_driver"]
+
+
+@dataclass(frozen=True)
+class OracleParams:
+    """The trajectory optimisation's settings (chosen before any held-out course ran; none is
+    tuned on them)."""
+
+    iters: int = 30  # Adam iterations (each a whole-episode rollout and its backward)
+    lr: float = 0.01  # Adam's step: action units for the residual, a share of the speed for the scale
+    edge: float = 0.75  # [m] the corridor barrier starts this far inside the edge
+    w_edge: float = 1.0  # [1/m^2] the corridor barrier's weight, per step
+    roll_frac: float = 0.8  # the roll barrier starts at this share of the roll limit
+    w_roll: float = 10.0  # [1/rad^2] the roll barrier's weight, per step
+    slack: float = 1.05  # the horizon: the starting driver's slowest finish times this (steps)
+    # restarts: the racing line's tuned setting first (the classical bar), then bolder ones
+    starts: tuple = field(default_factory=lambda: (RACE_LINE_TUNED,
+                                                    RacingLineParams(margin=0.95, safety=1.25, lookahead_gain=0.4),
+                                                    RacingLineParams(margin=1.0, safety=0.75, lookahead_gain=0.4)))
+
+    def __post_init__(self):
+        if not (isinstance(self.iters, int) and self.iters >= 0):
+            raise ValueError(f"OracleParams.iters must be an int >= 0, got {self.iters!r}")
+        for name in ("lr", "w_edge", "w_roll", "edge"):
+            if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
+                raise ValueError(f"OracleParams.{name} must be finite and >= 0, got {getattr(self, name)!r}")
+        if not (0 < self.roll_frac <= 1 and self.slack >= 1):
+            raise ValueError("OracleParams.roll_frac must be in (0, 1] and slack >= 1")
+        if not self.starts or not all(isinstance(p, RacingLineParams) for p in self.starts):
+            raise ValueError("OracleParams.starts must be a non-empty tuple of RacingLineParams")
+
+
+@dataclass
+class OracleResult:
+    time: np.ndarray  # (C,) [s] the best finish per course (inf: no run finished)
+    start_time: np.ndarray  # (C,) [s] the first start's (the tuned racing line's) own finish
+    actions: np.ndarray  # (T, C, 2) the actions of the best finishing run per course (a start's if none)
+    history: list  # per iteration: dict(iter, best (C,), loss, seconds); iteration 0 the starts
+
+
+def _core(task: dict, env_kwargs: dict | None) -> TaskCore:
+    kw = {k: v for k, v in task.items() if k != "engine"}
+    kw.update(dtype="float64", **(env_kwargs or {}))
+    return TaskCore(EnvConfig.from_dict(kw))
+
+
+def _start(core: TaskCore, seeds) -> object:
+    B = len(seeds)
+    return core.new_state(torch.as_tensor(list(seeds), dtype=torch.long), torch.zeros(B, dtype=torch.long))
+
+
+@torch.no_grad()
+def record_driver(core: TaskCore, seeds, params) -> tuple[np.ndarray, np.ndarray]:
+    """The racing line's actions ``(T, B, 2)`` over the whole episode (held after a row ends) and
+    each row's finish time [s] (inf if it did not finish), one setting per row or one for all."""
+    state = _start(core, seeds)
+    agent = RacingLine(core, params)
+    agent.plan(state)
+    obs = core.observe(state)
+    B = len(seeds)
+    done = np.zeros(B, dtype=bool)
+    time_ = np.full(B, np.inf)
+    acts = []
+    for t in range(core.cfg.episode_steps):
+        a = agent.act(obs, state)
+        acts.append(a.numpy())
+        state, obs, _, term, trunc, info = core.step(state, a)
+        succ = info["success"].numpy() & ~done
+        time_[succ] = (t + 1) * core.cfg.control_dt
+        done |= term.numpy() | trunc.numpy()
+        if done.all():
+            break
+    return np.array(acts), time_
+
+
+def _profile_accel(profile: torch.Tensor, arc: torch.Tensor) -> torch.Tensor:
+    """The acceleration [m/s^2] a speed profile ``(B, N)`` [m/s] over arc lengths ``arc (B, N)``
+    asks, ``d(v^2)/2 ds`` per segment (0 at the end): RacingLine's feed-forward, in torch."""
+    ds = (arc[:, 1:] - arc[:, :-1]).clamp_min(1e-9)
+    return torch.cat([(profile[:, 1:] ** 2 - profile[:, :-1] ** 2) / (2.0 * ds), torch.zeros_like(profile[:, :1])], 1)
+
+
+def _rollout(core: TaskCore, state, agent: RacingLine, base: dict, residual: torch.Tensor, scale: torch.Tensor,
+             prm: OracleParams):
+    """One episode from ``state`` driven by ``agent`` (its speed profile times ``1 + scale``) plus
+    ``residual (T, B, 2)``, with the graph kept: the loss per row, each row's finish step (-1 if it
+    ended otherwise or not at all) and the actions taken ``(T, B, 2)``."""
+    cfg = core.cfg
+    goal = core.goal(state)
+    T, B = residual.shape[:2]
+    profile = (base["profile"] * (1.0 + scale)).clamp_min(0.5)
+    agent._t = dict(base, profile=profile, accel=_profile_accel(profile, base["arc"]))
+    obs = core.observe(state)
+    ended = torch.zeros(B, dtype=torch.bool)
+    finish = torch.full((B,), -1, dtype=torch.long)
+    area = torch.zeros(B, dtype=residual.dtype)
+    barrier = torch.zeros(B, dtype=residual.dtype)
+    bound = cfg.course.half_width - prm.edge
+    roll_bound = prm.roll_frac * cfg.roll_limit
+    taken = []
+    for t in range(T):
+        a = core.clip_action(agent.act(obs, state) + residual[t])
+        taken.append(a.detach())
+        state, obs, _, term, trunc, info = core.step(state, a)
+        live = (~ended).to(residual.dtype)  # barriers count until the row's episode would end
+        area = area + info["s"].clamp(max=goal)
+        barrier = barrier + live * (prm.w_edge * torch.relu(info["cross_track"].abs() - bound) ** 2
+                                    + prm.w_roll * torch.relu(state.x[:, DYN4.PHI].abs() - roll_bound) ** 2)
+        succ = info["success"] & ~ended
+        finish = torch.where(succ, torch.full_like(finish, t), finish)
+        ended = ended | term | trunc
+    loss = -area / (T * goal) + barrier
+    return loss, finish, torch.stack(taken)
+
+
+def race_oracle(seeds, task: dict | None = None, env_kwargs: dict | None = None, params: OracleParams = OracleParams(),
+                progress=None, resume: dict | None = None) -> OracleResult:
+    """The oracle on the race ``task``'s courses of ``seeds`` (``dyn4_gym.RACE`` unless given; the
+    torch engine in float64). ``progress(iter, best_times, seconds, state=...)`` is called after
+    each iteration (a log line, a checkpoint: ``state`` is what ``resume`` takes to go on from
+    there: the decision variables, the best sequences and times, the iteration, Adam's state)."""
+    import dyn4_gym
+
+    task = dyn4_gym.RACE if task is None else task
+    core = _core(task, env_kwargs)
+    if core.driver:
+        raise ValueError("the race oracle drives the acceleration action (a race task)")
+    seeds = list(seeds)
+    C, S = len(seeds), len(params.starts)
+    rows = [s for s in seeds for _ in range(S)]  # course-major, start-minor
+    starts = [p for _ in seeds for p in params.starts]
+    _, t_init = record_driver(core, rows, starts)
+    dt = core.cfg.control_dt
+    start_time = t_init.reshape(C, S)[:, 0]
+    finite = t_init[np.isfinite(t_init)]
+    slowest = finite.max() if finite.size else core.cfg.episode_steps * dt
+    T = min(core.cfg.episode_steps, int(np.ceil(slowest / dt * params.slack)))
+    state0 = _start(core, rows)
+    agent = RacingLine(core, starts)
+    agent.plan(state0)
+    base = dict(agent._t)
+    residual = torch.zeros(T, C * S, 2, dtype=torch.float64, requires_grad=True)
+    scale = torch.zeros(C * S, base["profile"].shape[1], dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([residual, scale], lr=params.lr)
+    best = np.full(C, np.inf)
+    best_actions = np.zeros((T, C, 2))
+    first = 0
+    if resume is not None:
+        with torch.no_grad():
+            residual.copy_(torch.as_tensor(resume["residual"]))
+            scale.copy_(torch.as_tensor(resume["scale"]))
+        opt.load_state_dict(resume["adam"])
+        best, best_actions, first = np.array(resume["best"]), np.array(resume["best_actions"]), int(resume["iter"])
+    history = []
+    for it in range(first, params.iters + 1):  # iteration 0 drives the starts as they are
+        tic = _time.perf_counter()
+        opt.zero_grad()
+        loss, finish, taken = _rollout(core, state0, agent, base, residual, scale, params)
+        f = finish.numpy()
+        times = np.where(f >= 0, (f + 1) * dt, np.inf).reshape(C, S)
+        taken = taken.numpy().reshape(T, C, S, 2)
+        for c in range(C):
+            k = int(np.argmin(times[c]))
+            if times[c, k] < best[c] or not np.isfinite(best[c]) and it == first:
+                best[c] = times[c, k]
+                best_actions[:, c] = taken[:, c, k]
+        if it < params.iters:  # the last iteration only measures
+            loss.sum().backward()  # rows are independent: each row's gradient is its own loss's
+            opt.step()
+            with torch.no_grad():
+                residual.clamp_(-2.0, 2.0)
+                scale.clamp_(-0.5, 0.5)
+        history.append(dict(iter=it, best=best.tolist(), loss=float(loss.detach().mean()),
+                            seconds=_time.perf_counter() - tic))
+        if progress is not None:
+            progress(it, best.copy(), history[-1]["seconds"],
+                     state=dict(residual=residual.detach().numpy().copy(), scale=scale.detach().numpy().copy(),
+                                best_actions=best_actions.copy(), best=best.copy(), iter=it + 1,
+                                adam=opt.state_dict()))
+    return OracleResult(time=best, start_time=start_time, actions=best_actions, history=history)

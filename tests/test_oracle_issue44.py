@@ -1,0 +1,49 @@
+"""Issue 44: the race's oracle through the differentiable plant (dyn4_gym/agents/oracle.py). Its
+first rollout is the racing-line driver it starts from, measured as the harness measures it; it
+beats that driver on a short course; the sequence it keeps replays, open loop through the env's
+own step, to the time it reports."""
+
+import numpy as np
+import pytest
+import torch
+
+import dyn4_gym
+from dyn4_gym.agents.oracle import OracleParams, _core, _start, race_oracle
+from dyn4_gym.agents.race import RACE_V1_LINE_TUNED, run_race_baseline
+
+# Race-v1's corners on a 100 m course: short enough for CI, long enough to corner and brake
+SHORT = dict(dyn4_gym.RACE_V1, course=dict(dyn4_gym.RACE_V1["course"], length=100.0))
+
+
+@pytest.mark.parametrize("bad", [dict(iters=-1), dict(iters=1.5), dict(lr=float("nan")), dict(edge=-1.0),
+                                 dict(roll_frac=0.0), dict(slack=0.5), dict(starts=()), dict(starts=(1,))])
+def test_bad_oracle_settings_are_refused(bad):
+    with pytest.raises(ValueError, match="OracleParams"):
+        OracleParams(**bad)
+
+
+def test_the_oracle_refuses_the_driver_action():
+    with pytest.raises(ValueError, match="acceleration action"):
+        race_oracle([0], task=dyn4_gym.ECO, params=OracleParams(iters=0))
+
+
+@pytest.mark.slow
+def test_the_oracle_beats_the_racing_line_it_starts_from_and_its_actions_replay():
+    seeds = [20_000]  # a validation course
+    r = race_oracle(seeds, task=SHORT, params=OracleParams(iters=2, starts=(RACE_V1_LINE_TUNED,)))
+    line = run_race_baseline(seeds, params=RACE_V1_LINE_TUNED, task=SHORT)
+    # iteration 0 is the driver as it is, to the step
+    assert r.start_time[0] == line.time[0] and np.isfinite(line.time[0])
+    assert r.history[0]["best"][0] == line.time[0]
+    assert r.time[0] < line.time[0]  # the gradient found a faster run
+    assert all(h2["best"][0] <= h1["best"][0] for h1, h2 in zip(r.history, r.history[1:]))  # kept, never lost
+    # open loop through the env's own step: the kept actions finish at the reported time, in the corridor
+    core = _core(SHORT, None)
+    state = _start(core, seeds)
+    with torch.no_grad():
+        for t in range(r.actions.shape[0]):
+            state, _, _, term, _, info = core.step(state, torch.as_tensor(r.actions[t]))
+            if bool(term[0]):
+                break
+    assert bool(info["success"][0]) and not bool(info["out_of_corridor"][0])
+    assert (t + 1) * core.cfg.control_dt == pytest.approx(r.time[0])
