@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["ConfigError", "is_num", "check_positive", "check_nonneg", "check_int", "check_range", "check_int_range"]
+__all__ = ["ConfigError", "GroundKernelError", "is_num", "check_positive", "check_nonneg", "check_int", "check_range", "check_int_range"]
 
 
 class ConfigError(ValueError):
     """A bad configuration value; the message starts with the key's dotted path."""
+
+
+class GroundKernelError(RuntimeError):
+    """A user's terrain kind broke its Numba ground's contract (``GroundKernel``: a ``pack()`` that
+    returns the wrong rows, dtype or non-finite values; a sampler that raises, returns a
+    non-finite value or does not compile). The message names the kind. Never a reason to fall
+    back to the torch engine: the user's code is wrong, not the engine's reach (issue 46)."""
 
 
 def is_num(v) -> bool:

@@ -114,3 +114,59 @@ def ground_kernel(kind) -> GroundKernel | None:
     """The kernels' ground of a registered terrain kind: its own, a built-in's, or None (the
     kind runs only on the torch engine)."""
     return kind.kernel if kind.kernel is not None else _BUILT_IN.get(kind.draw)
+
+
+def is_built_in(kernel: GroundKernel) -> bool:
+    """Whether ``kernel`` is one of the package's own (trusted: tested against torch), not a user's."""
+    return kernel is ROUGH_KERNEL or kernel is GRID_KERNEL
+
+
+@njit(cache=False, error_model="numpy")
+def _checked_sample(b, X, Y, T, slope_step):
+    """A user's sampler (the global ``user_sample``, bound by :func:`checked_sampler`) with its
+    output checked: finite where the point is, or an error (issue 46: a sampler's NaN would
+    otherwise end the row as the plant's own non-finite state, and nobody would know why)."""
+    mu, h, hx, hy = user_sample(b, X, Y, T, slope_step)  # noqa: F821 (bound by rebuild)
+    if math.isfinite(X) and math.isfinite(Y) and not (math.isfinite(mu) and math.isfinite(h)
+                                                      and math.isfinite(hx) and math.isfinite(hy)):
+        raise FloatingPointError("the ground sampler returned a non-finite value at a finite point")
+    return mu, h, hx, hy
+
+
+_CHECKED: dict = {}
+
+
+def checked_sampler(kernel: GroundKernel):
+    """The kernels' sampler of a ground: a built-in's as it is, a user's wrapped by
+    :func:`_checked_sample` (one build per user sampler, so the kernels are built once)."""
+    if is_built_in(kernel):
+        return kernel.sample
+    if kernel.sample not in _CHECKED:
+        from .numba_plant import rebuild, sampler_tag
+
+        _CHECKED[kernel.sample] = rebuild(_checked_sample, "_" + sampler_tag(kernel.sample), kernel.cache,
+                                          user_sample=kernel.sample)
+    return _CHECKED[kernel.sample]
+
+
+def check_packed(name: str, packed, rows: int, shared: bool) -> tuple:
+    """A kind's ``pack(ground, rows)`` output checked before the kernels read it (they run without
+    bounds checks): a tuple of float64 arrays whose first axis is ``rows`` (any length when the
+    ground is ``shared``) and finite numbers, every value finite. Raises
+    :class:`~dyn4_gym._checks.GroundKernelError` naming the kind."""
+    from .._checks import GroundKernelError
+
+    where = f"terrain kind {name!r}: GroundKernel.pack"
+    if not isinstance(packed, tuple):
+        raise GroundKernelError(f"{where} must return a tuple of arrays and numbers, got {type(packed).__name__}")
+    for i, a in enumerate(packed):
+        if isinstance(a, np.ndarray):
+            if a.dtype != np.float64:
+                raise GroundKernelError(f"{where}: item {i} must be float64, got {a.dtype}")
+            if not shared and (a.ndim == 0 or a.shape[0] != rows):
+                raise GroundKernelError(f"{where}: item {i} has shape {a.shape}; its first axis must be the {rows} rows packed")
+            if not np.isfinite(a).all():
+                raise GroundKernelError(f"{where}: item {i} holds non-finite values")
+        elif isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isfinite(a):
+            raise GroundKernelError(f"{where}: item {i} must be a float64 array or a finite number, got {a!r}")
+    return packed

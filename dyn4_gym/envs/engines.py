@@ -165,7 +165,21 @@ class NumbaEngine:
         return state
 
     def observe(self, state, rows: np.ndarray | None = None) -> np.ndarray:
-        return self._nt.observe(self.task, state, rows)
+        if self.task.user_kind is None:
+            return self._nt.observe(self.task, state, rows)
+        try:
+            return self._nt.observe(self.task, state, rows)
+        except Exception as exc:
+            raise self._ground_error(exc) from exc
+
+    def _ground_error(self, exc: Exception):
+        """A kernel's failure under a user's terrain kind, named (issue 46): the kind's sampler
+        raised, returned a non-finite value or did not compile (a Numba typing error)."""
+        msg = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        from .._checks import GroundKernelError
+
+        return GroundKernelError(f"the terrain kind {self.task.user_kind!r}'s Numba ground (GroundKernel.sample) failed: "
+                            f"{type(exc).__name__}: {msg}; the env's state is as it was before this call")
 
     def step(self, state, actions: np.ndarray, active: np.ndarray | None = None):
         B = state.batch_size
@@ -176,15 +190,21 @@ class NumbaEngine:
         else:
             active = np.ascontiguousarray(active, dtype=np.bool_)
         actions = np.ascontiguousarray(actions, dtype=np.float64)
-        if not self.task.custom:
+        if not self.task.custom and self.task.user_kind is None:
             obs, reward, info, flags = self._nt.step(self.task, state, actions, active)
             return state, obs, reward, flags[:, 0], flags[:, 1], (info, flags, {})
         # the kernel steps the state in place and the users' terms run after it: keep what it
-        # changes, so a term that raises leaves the env as it was (as on the torch engine)
+        # changes, so a term that raises, or a user's ground that fails in the kernel, leaves
+        # the env as it was (as on the torch engine)
         before = {f: getattr(state, f).copy() for f in _STEPPED}
         try:
-            obs, reward, info, flags = self._nt.step(self.task, state, actions, active)
-            extra = self._custom_terms(state, before, info, flags, reward, active)
+            try:
+                obs, reward, info, flags = self._nt.step(self.task, state, actions, active)
+            except Exception as exc:
+                if self.task.user_kind is None:
+                    raise
+                raise self._ground_error(exc) from exc
+            extra = self._custom_terms(state, before, info, flags, reward, active) if self.task.custom else {}
         except BaseException:
             for f, a in before.items():
                 getattr(state, f)[...] = a

@@ -19,7 +19,7 @@ from ..engine.numba_plant import pack_params
 from ..engine.numba_powertrain import pack_powertrain
 from ..engine import numba_task
 from ..engine.numba_task import NumbaState
-from ..engine.numba_ground import ROUGH_KERNEL, ground_kernel
+from ..engine.numba_ground import ROUGH_KERNEL, check_packed, checked_sampler, ground_kernel, is_built_in
 from ..ground.terrain import RoughConfig
 from ..model.constants import PATCH_EDGE
 from ..model.packed import COURSE_CONSTS, GROUND_CONSTS, STEP_CONSTS
@@ -64,8 +64,10 @@ class NumbaTask:
         if self.kernel is None:
             raise ValueError(f"the terrain kind {g.kind!r} has no ground for the kernels (TerrainKind.kernel, "
                              "docs/engines.md)")
-        # the kernels with the kind's sampler bound (the rough kind's are the module's own)
-        self.kernels = numba_task.kernels(None if self.kernel is ROUGH_KERNEL else self.kernel.sample,
+        # the kernels with the kind's sampler bound (the rough kind's are the module's own; a
+        # user's is checked for non-finite output, engine.numba_ground.checked_sampler)
+        self.user_kind = None if is_built_in(self.kernel) else g.kind
+        self.kernels = numba_task.kernels(None if self.kernel is ROUGH_KERNEL else checked_sampler(self.kernel),
                                           self.kernel.cache)
         self.core = core
         self.in_kernel = self.kernel is ROUGH_KERNEL and type(g) is RoughConfig
@@ -83,7 +85,7 @@ class NumbaTask:
             self.torch_core = core if core.dtype == torch.float64 and core.device.type == "cpu" else TaskCore(
                 dataclasses.replace(cfg, dtype="float64", device="cpu"))
             # one row's packed ground: the arrays' shapes, or the ground itself when shared
-            self.ground_template = self.kernel.pack(
+            self.ground_template = self._pack(
                 self.torch_core.new_state(torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long)).terrain, 1)
         cap = math.inf if cfg.progress_cap is None else cfg.progress_cap * cfg.control_dt
         self.step_consts = _packed(STEP_CONSTS, spacing=c.spacing, half_width=c.half_width, goal_margin=c.goal_margin,
@@ -155,9 +157,14 @@ class NumbaTask:
         if ts.p is not None:  # vehicle_ranges: each row's own parameters
             st.P[rows] = _pack_rows(ts.p, rows.size)
         if not self.kernel.shared:
-            for a, new in zip(st.terrain, self.kernel.pack(ts.terrain, rows.size)):
+            for a, new in zip(st.terrain, self._pack(ts.terrain, rows.size)):
                 if isinstance(a, np.ndarray):
                     a[rows] = new
+
+    def _pack(self, ground, rows: int) -> tuple:
+        """The kind's packed ground of ``rows`` rows; a user kind's checked (rows, dtype, finite)."""
+        packed = self.kernel.pack(ground, rows)
+        return packed if self.user_kind is None else check_packed(self.user_kind, packed, rows, self.kernel.shared)
 
     def row_params(self, keys: np.ndarray, episodes: np.ndarray) -> np.ndarray:
         """``(n, len(P))``: the packed parameters of rows reset with these streams, drawn as
