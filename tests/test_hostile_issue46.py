@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 pytest.importorskip("stable_baselines3")
 
 from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv  # noqa: E402
+from dyn4_gym._checks import ConfigError  # noqa: E402
+from dyn4_gym.envs import Dyn4DiffEnv, Dyn4VectorEnv  # noqa: E402
 
 SHORT = dict(course={"length": 60.0}, episode_steps=40)
 ZERO = np.zeros((4, 2), dtype=np.float32)
@@ -307,3 +309,39 @@ def test_the_tbb_wheels_library_is_loaded_from_the_environment():
         pytest.skip("a threading layer was chosen by the user")
     assert engine.TBB_LIBRARY is not None and engine.TBB_LIBRARY.endswith("libtbb.so.12")
     assert engine.preload_tbb() == engine.TBB_LIBRARY
+
+
+def _far_line(offset):
+    th = np.linspace(0.0, np.pi, 60)
+    x = np.r_[np.linspace(-100.0, -5.0, 20), 100.0 * np.sin(th)]
+    y = np.r_[np.zeros(20), 100.0 - 100.0 * np.cos(th)]
+    return (np.stack([x, y], 1) + offset).tolist()
+
+
+def test_a_course_far_from_the_origin_is_refused_in_float32_and_runs_exactly_in_float64():
+    """Class 3: float32 positions 1e6 m from the origin are rounded to 6 cm, and the return came out
+    1.5 % off the Numba engine's. The float32 torch engine refuses such a course with a message
+    naming the remedy; float64 torch and the Numba engine agree there (1e-9)."""
+    from dyn4_gym.envs.course import FLOAT32_REACH
+
+    far = dict(episode_steps=60, course={"centre_line": _far_line(1e6 - 200.0)}, ground={"n_patches": 2, "n_bumps": 1})
+    with pytest.raises(ConfigError, match="reaches 1e\\+06 m from the origin.*float64"):
+        Dyn4VectorEnv(num_envs=2, engine="torch", dtype="float32", **far).reset(seed=0)
+    with pytest.raises(ConfigError, match="float64"):
+        Dyn4DiffEnv(num_envs=1, **far).reset(seed=0)
+    near = dict(far, course={"centre_line": _far_line(FLOAT32_REACH - 200.0)})
+    Dyn4VectorEnv(num_envs=1, engine="torch", dtype="float32", **near).reset(seed=0)  # within reach: runs
+    out = {}
+    for engine in ("torch", "numba"):
+        env = Dyn4VectorEnv(num_envs=2, engine=engine, dtype="float64", **far)
+        env.reset(seed=3)
+        rows = []
+        for t in range(60):
+            a = np.array([[0.1 * np.sin(t / 20), 0.3], [-0.05, 0.6]], dtype=np.float32)
+            obs, r, term, trunc, _ = env.step(a)
+            rows.append((obs.astype(np.float64), np.asarray(r, dtype=np.float64), term | trunc))
+        out[engine] = rows
+    for (o1, r1, d1), (o2, r2, d2) in zip(out["torch"], out["numba"]):
+        assert np.array_equal(d1, d2)
+        assert np.abs(r1 - r2).max() <= 1e-9 * max(1.0, np.abs(r2).max())
+        assert np.abs(o1 - o2).max() <= 1e-5 * max(1.0, np.abs(o2).max())  # float32 observations

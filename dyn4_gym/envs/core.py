@@ -32,7 +32,7 @@ from ..model.task import (OBS_INDEX, OBS_NAMES, OBS_NAMES_DRIVER, OBS_TABLE, OBS
 from .._checks import ConfigError
 from .config import EnvConfig
 from .vehicle import vehicle_range_box
-from .course import goal_arc, make_courses, preview_points, project, wrap_angle
+from .course import FLOAT32_REACH, course_reach, goal_arc, make_courses, preview_points, project, wrap_angle
 from .rewards import StepContext, evaluate_term, resolve_terms
 
 __all__ = ["TaskState", "TaskCore", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_INDEX", "BOOK_LINES", "obs_scale"]
@@ -121,6 +121,11 @@ class TaskCore:
         kind's, so a seed gives the same course whatever the terrain.
         """
         c = self.cfg.course
+        if self.dtype not in (torch.float64,) and course_reach(c) > FLOAT32_REACH:
+            raise ConfigError(f"config.course reaches {course_reach(c):.6g} m from the origin: float32 positions "
+                              f"there are rounded to {course_reach(c) * 6e-8:.2g} m a substep (the torch engine's "
+                              f"dtype {self.cfg.dtype}); use dtype='float64' (or the Numba engine), or move the "
+                              f"course within {FLOAT32_REACH:g} m of the origin")
         key = key.to(self.device)
         episode = episode.to(self.device)
         B = key.shape[0]

@@ -31,6 +31,26 @@ def course_points(c) -> int:
     return int(round(c.length / c.spacing)) + 1
 
 
+# [m] How far from the world origin a course may reach on the torch engine in float32 (issue 46).
+# A float32 position is rounded to half an ulp, |X| 6e-8, and every substep adds a move of 0.05-0.4
+# m to it, so the rounding grows with the distance. Measured on one course shifted from the origin
+# (torch float32 against float64, which matches the Numba engine to 1e-9; 51 steps): the return
+# differs by 4e-6 at the origin, 6e-4 at 1 km, 5e-3 at 10 km, 9e-2 at 100 km. Up to the longest
+# course the config draws (10 km) float32 runs; beyond it the float32 torch engine refuses
+# the course, and float64 (or the Numba engine, float64 always) runs it exactly.
+FLOAT32_REACH = 1e4
+
+
+def course_reach(c) -> float:
+    """[m] How far from the world origin a course config ``c`` reaches: its given centre line's
+    largest coordinate, or a drawn course's length (a drawn course starts at the origin)."""
+    import numpy as np
+
+    if c.centre_line is not None:
+        return float(np.abs(np.asarray(c.centre_line, dtype=np.float64)).max())
+    return float(c.length)
+
+
 def goal_arc(c) -> float:
     """[m] The arc length that finishes a course of the course config ``c``: its last point's,
     ``(N - 1) spacing``, less ``goal_margin``. TaskCore.goal gives the same from a state's
