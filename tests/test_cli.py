@@ -34,7 +34,7 @@ SCRIPTS = {
     "benchmarks/learning.py": ["--tasks", "--methods", "--seeds", "--scale", "--evals", "--eval-seeds",
                                "--pareto-seeds", "--shard", "--out", "--docs"],
     "benchmarks/plant.py": ["--batches"],
-    "benchmarks/soak.py": ["--steps", "--rows", "--engine", "--seed"],
+    "benchmarks/soak.py": ["--steps", "--rows", "--engine", "--seed", "--env-id"],
     "dyn4_gym/__main__.py": ["--env-steps", "--seconds", "--seed", "--task", "--num-envs", "--eval-seeds", "--env-kwargs",
                              "--out"],
     "dyn4_gym/demo.py": ["--out"],

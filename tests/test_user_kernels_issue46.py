@@ -3,10 +3,13 @@
 returns a non-finite value or does not compile surfaces as an error naming the kind, on the
 single and the batched step, and the env's state is left as it was before the step."""
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numba import njit
 
 from dyn4_gym._checks import GroundKernelError
@@ -118,3 +121,41 @@ def test_a_user_sampler_that_behaves_runs_on_both_paths(kinds):
         for _ in range(100):
             obs, r, te, tr, info = env.step(np.tile(np.array([0.0, 1.0], dtype=np.float32), (n, 1)))
             assert np.isfinite(obs).all() and np.isfinite(r).all()
+
+
+def _array(n, dtype, v):
+    with np.errstate(invalid="ignore"):  # NaN cast to an int array: numpy's warning, not ours
+        return np.full(n, v).astype(dtype)
+
+
+_VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.integers(-2**70, 2**70), st.booleans(), st.none(),
+    st.text(max_size=3),
+    st.builds(_array, st.integers(0, 5),
+              st.sampled_from([np.float64, np.float32, np.int64, np.bool_, object]),
+              st.floats(allow_nan=True, allow_infinity=True)),
+    st.builds(lambda shape: np.zeros(shape), st.tuples(st.integers(0, 4), st.integers(0, 3))),
+    st.builds(lambda: np.float64(1.0)))
+
+
+@given(packed=st.one_of(st.lists(_VALUES, max_size=4).map(tuple), _VALUES, st.lists(_VALUES, max_size=3)),
+       rows=st.integers(1, 4), shared=st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_any_pack_output_is_accepted_exactly_when_valid_or_refused_by_name(packed, rows, shared):
+    """The user-kernel surface under hostile ``pack()`` outputs: accepted exactly when every item is
+    a finite float64 array (with the rows as first axis unless shared) or a finite number, else a
+    GroundKernelError naming the kind, and never another exception."""
+    from dyn4_gym.engine.numba_ground import check_packed
+
+    def ok(a):
+        if isinstance(a, np.ndarray):
+            return (a.dtype == np.float64 and (shared or (a.ndim > 0 and a.shape[0] == rows))
+                    and bool(np.isfinite(a).all()))
+        return isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a)
+
+    valid = isinstance(packed, tuple) and all(ok(a) for a in packed)
+    if valid:
+        assert check_packed("hostile", packed, rows, shared) is packed
+    else:
+        with pytest.raises(GroundKernelError, match="terrain kind 'hostile'"):
+            check_packed("hostile", packed, rows, shared)
