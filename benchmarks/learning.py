@@ -556,6 +556,7 @@ def report(args, path: str, eval_seeds) -> dict:
         _plots(args, rows, summary, tasks, methods, w0, eval_seeds)
     if limits:
         _limit_plots(args, rows, summary, limits)
+        _profile_plots(args, summary, limits)
     if args.docs:
         _to_docs(args, rows, summary)
     print(f"\nwrote {args.out}/summary.json and its plots" + (f" (merged into {args.docs}/)" if args.docs else ""))
@@ -593,6 +594,30 @@ def limit_strong_baseline(task: str, eval_seeds) -> np.ndarray | None:
     from dyn4_gym.agents.eco import ECO_COAST_TUNED, run_eco_baseline
 
     return run_eco_baseline(eval_seeds, **ECO_COAST_TUNED).counted
+
+
+# the race's oracle through the plant (issue 44): benchmarks/oracle.py writes these (tens of
+# minutes a race on 2 cores), the report reads them
+ORACLE_FILES = {"race": "race_oracle.json", "race_v1": "race_v1_oracle.json"}
+DOCS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs")
+
+
+def limit_oracle(task: str, eval_seeds) -> np.ndarray | None:
+    """The oracle's per-course time on the held-out courses (dyn4_gym/agents/oracle.py, run by
+    benchmarks/oracle.py into docs/), or None where the task has none or its file does not hold
+    these courses (a line says so)."""
+    name = ORACLE_FILES.get(task)
+    path = os.path.join(DOCS_DIR, name) if name else None
+    if path is None or not os.path.exists(path):
+        if name:
+            print(f"{task}: no {name} in docs/ (python benchmarks/oracle.py {task} --out docs/{name}): no oracle")
+        return None
+    with open(path) as fh:
+        d = json.load(fh)
+    if list(d["eval_seeds"][:len(eval_seeds)]) != list(eval_seeds):
+        print(f"{task}: {name} holds other courses than this report's: no oracle")
+        return None
+    return np.array([np.inf if t is None else t for t in d["times"][:len(eval_seeds)]], dtype=np.float64)
 
 
 # the names the classical drivers go by in the report: (baseline, strongest)
@@ -711,9 +736,9 @@ def report_limit(task: str, rows, scale: float = 1.0) -> dict:
             if cap else ""
         print(f"{name:17s} {seeds:>5} {steps:>10} {wall:>7} {c:>20s} {q:>22s}{pm:>23s} {unit}")
 
-    finals = {}
+    finals, tables_of = {}, {}
     for m in ("shac", "ppo", "sac"):
-        tables = {}
+        tables = tables_of[m] = {}
         curve = limit_curve(rows, task, m, scale, tables)
         if not curve:
             continue
@@ -724,6 +749,12 @@ def report_limit(task: str, rows, scale: float = 1.0) -> dict:
     line(BASE_NAMES[task], base)
     if not own:
         line(strong_name, strong)
+    oracle = limit_oracle(task, eval_seeds) if task in ORACLE_FILES else None
+    if oracle is not None:
+        out["oracle"] = _figure(oracle, cap)
+        line("oracle", out["oracle"])
+        out["strong_baseline"]["vs_oracle"] = gap = _paired(bars["strong"], oracle, cap)
+        print(f"the {strong_name} against the oracle: IQM {_fmt_gain(gap)}, mean {_fmt_gain(gap, 'mean_gain')}")
     if not out["methods"]:
         return out
     # the target (issue 23): a learner >= `target` better than the baseline, the paired interval
@@ -740,12 +771,84 @@ def report_limit(task: str, rows, scale: float = 1.0) -> dict:
               + (f", mean {_fmt_gain(vs_strong, 'mean_gain')}" if cap else "")
               + f", {what} {vs_strong['finish_diff']:+.0%} [{vs_strong['finish_diff_ci95'][0]:+.0%}, "
                 f"{vs_strong['finish_diff_ci95'][1]:+.0%}]: {'beats it' if vs_strong['beats'] else 'does not beat it'}")
+        if oracle is not None:  # the gap to what this plant allows on the course (issue 44: within 3 %)
+            verdicts[m]["vs_oracle"] = vs_oracle = _paired(table, oracle, cap)
+            print(f"          against the oracle: IQM {_fmt_gain(vs_oracle)}, mean {_fmt_gain(vs_oracle, 'mean_gain')}, "
+                  f"{what} {vs_oracle['finish_diff']:+.0%}")
     ok = [m for m in verdicts if verdicts[m]["met"]]
     best = max(ok, key=lambda m: verdicts[m]["gain"]) if ok else min(out["methods"], key=lambda m: out["methods"][m]["final"]["iqm"])
     out["target"] = dict(wanted=target, met=bool(ok), best=best, methods=verdicts)
+    if oracle is not None:  # the best learner within 3 % of the oracle (its IQM's paired gap)
+        g = verdicts[best]["vs_oracle"]
+        out["target"]["oracle"] = dict(wanted=-0.03, method=best, gap=g["gain"], gap_ci95=g["gain_ci95"],
+                                       met=bool(np.isfinite(g["gain"]) and g["gain"] >= -0.03))
+        print(f"target, {best} within 3 % of the oracle: IQM {_fmt_gain(g)}: "
+              f"{'met' if out['target']['oracle']['met'] else 'missed'}")
     if "shac" in out["methods"] and "ppo" in out["methods"]:
         out["shac_vs_ppo"] = _sample_efficiency(out["methods"]["shac"]["curve"], out["methods"]["ppo"]["curve"], unit)
+        out["shac_vs_ppo"].update(_efficiency_ci(out["methods"]["shac"]["curve"], tables_of["shac"],
+                                                 out["methods"]["ppo"]["curve"], tables_of["ppo"]))
+        se = out["shac_vs_ppo"]
+        print(f"          SHAC's steps-to-PPO's-best ratio, 95 % stratified interval [{se['steps_ratio_ci95'][0]:.1f}, "
+              f"{se['steps_ratio_ci95'][1]:.1f}] (0: not reached in a resample)")
+    out["profiles"] = dict(reference=strong_name, **{m: _profile(t, bars["strong"]) for m, t in finals.items()})
+    if oracle is not None:
+        out["profiles"]["oracle"] = _profile(oracle, bars["strong"])
     return out
+
+
+PROFILE_TAUS = tuple(np.round(np.arange(0.80, 1.101, 0.02), 2))
+
+
+def _profile(table, reference) -> dict:
+    """A performance profile (Agarwal et al. 2021, rliable's ``create_performance_profile``) on a
+    lower-is-better metric: over the seed-courses, the share whose score relative to the
+    ``reference`` driver's on the same course, ``reference / score`` (0 where it does not count),
+    is at least ``tau``, for each of ``PROFILE_TAUS``, with its stratified 95 % interval. A share
+    at ``tau = 1.0`` is the share of seed-courses at least as fast (or frugal) as the reference."""
+    t = np.atleast_2d(np.asarray(table, dtype=np.float64))
+    ref = np.asarray(reference, dtype=np.float64)
+    ratio = np.where(np.isfinite(t), ref[None, :] / np.where(np.isfinite(t), t, 1.0), 0.0)
+    ratio = np.where(np.isfinite(ratio), ratio, 0.0)  # a course the reference did not count: no ratio
+    out = dict(tau=list(PROFILE_TAUS), share=[], ci95=[])
+    for tau in PROFILE_TAUS:
+        def share(v, tau=tau):
+            return float((v >= tau).mean())
+        out["share"].append(share(ratio))
+        out["ci95"].append(list(bootstrap_ci(ratio, stat=share, n_boot=500)))
+    return out
+
+
+def _reach_ratio(shac_steps, shac_tables, ppo_steps, ppo_tables) -> float:
+    """PPO's best point's env steps over the first SHAC point at or below its IQM with at least its
+    share counted (:func:`_sample_efficiency`'s rule) on these tables; 0 where SHAC never gets there."""
+    figs = [(iqm(t), finish_rate(t), n) for t, n in zip(ppo_tables, ppo_steps) if n > 0]
+    figs = [f for f in figs if np.isfinite(f[0])]
+    if not figs:
+        return 0.0
+    level, counted, n_ppo = min(figs, key=lambda f: (f[0], -f[1]))
+    for t, n in zip(shac_tables, shac_steps):
+        if n > 0 and iqm(t) <= level and finish_rate(t) >= counted:
+            return n_ppo / n
+    return 0.0
+
+
+def _efficiency_ci(shac_curve, shac_tables: dict, ppo_curve, ppo_tables: dict, n_boot: int = 500) -> dict:
+    """The stratified bootstrap interval of SHAC's env-steps ratio to PPO's best point (issue 44:
+    sample efficiency with intervals): each resample draws the courses, and the seeds within each
+    course, once for every evaluation point of both methods, and finds PPO's best point and
+    SHAC's first point that reaches it on the resampled tables."""
+    from dyn4_gym.agents.stats import _stratified
+
+    s_steps = [p["env_steps"] for p in shac_curve]
+    p_steps = [p["env_steps"] for p in ppo_curve]
+    tables = [shac_tables[n] for n in s_steps] + [ppo_tables[n] for n in p_steps]
+    if len({t.shape for t in tables}) != 1:
+        return dict(steps_ratio_ci95=[float("nan"), float("nan")])
+    k = len(s_steps)
+    lo, hi = _stratified(tables, lambda t: t, lambda *ts: _reach_ratio(s_steps, ts[:k], p_steps, ts[k:]),
+                         n_boot, 0.95, 0, True)
+    return dict(steps_ratio_ci95=[lo, hi])
 
 
 def _sample_efficiency(shac: list[dict], ppo: list[dict], unit: str) -> dict:
@@ -817,6 +920,8 @@ def _limit_plots(args, rows, summary, limits) -> None:
                 top[col].axhline(st["iqm"], color="tab:purple", ls=":",
                                  label=f"{st.get('name', 'cruise and coast')} (the strongest classical)")
                 top[col].axhspan(st["ci95"][0], st["ci95"][1], color="tab:purple", alpha=0.1)
+            if "oracle" in s:
+                top[col].axhline(s["oracle"]["iqm"], color="tab:red", ls="-.", label="oracle through the plant")
             top[col].set(ylabel=f"IQM {s['metric']} [{s['unit']}]",
                          title=f"{s['env']}, {s['eval_courses']} held-out courses")
             top[col].legend(fontsize=8)
@@ -828,6 +933,33 @@ def _limit_plots(args, rows, summary, limits) -> None:
             a.set_xlim(grid[0] / 1.5, grid[-1] * 1.5)
     fig.tight_layout()
     fig.savefig(os.path.join(args.out, "limits.png"), dpi=100)
+    plt.close(fig)
+
+
+def _profile_plots(args, summary, limits) -> None:
+    """Per task at the limits, each method's performance profile against the strongest classical
+    driver (``summary[task]["profiles"]``) with its 95 % interval shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(limits), figsize=(6.0 * len(limits), 4.2), squeeze=False)
+    for ax, task in zip(axes[0], limits):
+        s = summary[task]
+        prof = s.get("profiles", {})
+        for m, d in prof.items():
+            if m == "reference":
+                continue
+            color = COLORS.get(m, "tab:red")
+            ax.plot(d["tau"], d["share"], "-o", ms=3, color=color, label=m)
+            ax.fill_between(d["tau"], [c[0] for c in d["ci95"]], [c[1] for c in d["ci95"]], color=color, alpha=0.2)
+        ax.axvline(1.0, color="k", ls=":", lw=0.8)
+        ax.set(xlabel=f"tau: the {prof.get('reference', 'reference')}'s {s['metric']} / the method's, per course",
+               ylabel="share of seed-courses >= tau", ylim=(-0.05, 1.05), title=f"{s['env']}: performance profile")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(args.out, "profiles.png"), dpi=100)
     plt.close(fig)
 
 
@@ -849,8 +981,9 @@ def _to_docs(args, rows, summary) -> None:
     # the tasks each plot draws: the tasks at the limits' entries, the v1 tasks' under "tasks"
     drawn = {"limits.png": {t for t in summary if t in LIMITS}, "learning.png": set(summary.get("tasks", {}))}
     shown = {"limits.png": {t for t in old if t in LIMITS}, "learning.png": set(old.get("tasks", {}))}
+    drawn["profiles.png"], shown["profiles.png"] = drawn["limits.png"], shown["limits.png"]
     merge_machines(os.path.join(args.out, provenance.FILE), os.path.join(args.docs, provenance.FILE), mine)
-    for name in ("learning.png", "pareto.png", "limits.png"):
+    for name in ("learning.png", "pareto.png", "limits.png", "profiles.png"):
         src, dst = os.path.join(args.out, name), os.path.join(args.docs, name)
         if not os.path.exists(src):
             continue

@@ -16,7 +16,8 @@ SHORT = dict(dyn4_gym.RACE_V1, course=dict(dyn4_gym.RACE_V1["course"], length=10
 
 
 @pytest.mark.parametrize("bad", [dict(iters=-1), dict(iters=1.5), dict(lr=float("nan")), dict(edge=-1.0),
-                                 dict(roll_frac=0.0), dict(slack=0.5), dict(starts=()), dict(starts=(1,))])
+                                 dict(roll_frac=0.0), dict(slack=0.5), dict(starts=()), dict(starts=(1,)),
+                                 dict(segment=0)])
 def test_bad_oracle_settings_are_refused(bad):
     with pytest.raises(ValueError, match="OracleParams"):
         OracleParams(**bad)
@@ -47,3 +48,29 @@ def test_the_oracle_beats_the_racing_line_it_starts_from_and_its_actions_replay(
                 break
     assert bool(info["success"][0]) and not bool(info["out_of_corridor"][0])
     assert (t + 1) * core.cfg.control_dt == pytest.approx(r.time[0])
+
+
+@pytest.mark.slow
+def test_checkpointed_segments_give_the_episodes_gradient_exactly():
+    """The rollout's activation checkpointing (OracleParams.segment) changes the memory, not the
+    numbers: the loss and both decision variables' gradients are the same to rounding (the
+    segments' sums are added in another order)."""
+    from dyn4_gym.agents.oracle import _rollout
+    from dyn4_gym.agents.race import RacingLine
+
+    task = dict(dyn4_gym.RACE_V1, course=dict(dyn4_gym.RACE_V1["course"], length=60.0))
+    core = _core(task, None)
+    state = _start(core, [20_000])
+    agent = RacingLine(core, RACE_V1_LINE_TUNED)
+    agent.plan(state)
+    base = dict(agent._t)
+    got = []
+    for segment in (7, 1000):
+        residual = torch.zeros(40, 1, 2, dtype=torch.float64, requires_grad=True)
+        scale = torch.zeros(1, base["profile"].shape[1], dtype=torch.float64, requires_grad=True)
+        loss, _, _ = _rollout(core, state, agent, base, residual, scale, OracleParams(segment=segment))
+        loss.sum().backward()
+        got.append((loss.detach(), residual.grad, scale.grad))
+    assert float(got[1][1].abs().max()) > 0 and float(got[1][2].abs().max()) > 0
+    for a, b in zip(*got):
+        assert torch.allclose(a, b, rtol=1e-12, atol=1e-15)
