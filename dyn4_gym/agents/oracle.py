@@ -132,38 +132,47 @@ def _rollout(core: TaskCore, state, agent: RacingLine, base: dict, residual: tor
     ended otherwise or not at all) and the actions taken ``(T, B, 2)``.
 
     The episode runs in segments of ``prm.segment`` steps under activation checkpointing
-    (``torch.utils.checkpoint``): only the states between segments are kept, and the backward
-    recomputes one segment at a time (measured: a 1 km course's 1,300 steps at 48 rows held 19
-    GB of graph without it; the recomputation costs about one more forward pass)."""
+    (``torch.utils.checkpoint``, its reentrant form: a segment's forward builds no graph, its
+    backward recomputes it), so only the states between segments are kept. The graph of a step
+    is mostly autograd's own nodes (thousands of small ops a substep), which the non-reentrant
+    form keeps; measured: a 1 km course's 1,300 steps at 48 rows held 19 GB without it."""
+    import dataclasses
+
     from torch.utils.checkpoint import checkpoint
 
     cfg = core.cfg
     goal = core.goal(state)
     T, B = residual.shape[:2]
     profile = (base["profile"] * (1.0 + scale)).clamp_min(0.5)
-    agent._t = dict(base, profile=profile, accel=_profile_accel(profile, base["arc"]))
+    accel = _profile_accel(profile, base["arc"])
     bound = cfg.course.half_width - prm.edge
     roll_bound = prm.roll_frac * cfg.roll_limit
+    moving = ("x", "pt", "idx", "s", "t", "prev_action")  # what a step changes in TaskState
 
-    def segment(state, ended, finish, t0, t1):
-        """Steps ``t0 .. t1 - 1``: the state after them, the area and barrier they add, the flags."""
-        obs = core.observe(state)
+    def segment(t0, t1, *tensors):
+        """Steps ``t0 .. t1 - 1`` from the state's moving fields: the fields after them, the area
+        and barrier they add, the flags and the actions taken (tensors only: a checkpoint's I/O)."""
+        ended, finish, res, prof, acc = tensors[len(moving):]
+        agent._t = dict(base, profile=prof, accel=acc)
+        st = dataclasses.replace(state, **dict(zip(moving, tensors[:len(moving)])))
+        obs = core.observe(st)
         area = torch.zeros(B, dtype=residual.dtype)
         barrier = torch.zeros(B, dtype=residual.dtype)
         taken = []
         for t in range(t0, t1):
-            a = core.clip_action(agent.act(obs, state) + residual[t])
+            a = core.clip_action(agent.act(obs, st) + res[t])
             taken.append(a.detach())
-            state, obs, _, term, trunc, info = core.step(state, a)
+            st, obs, _, term, trunc, info = core.step(st, a)
             live = (~ended).to(residual.dtype)  # barriers count until the row's episode would end
             area = area + info["s"].clamp(max=goal)
             barrier = barrier + live * (prm.w_edge * torch.relu(info["cross_track"].abs() - bound) ** 2
-                                        + prm.w_roll * torch.relu(state.x[:, DYN4.PHI].abs() - roll_bound) ** 2)
+                                        + prm.w_roll * torch.relu(st.x[:, DYN4.PHI].abs() - roll_bound) ** 2)
             succ = info["success"] & ~ended
             finish = torch.where(succ, torch.full_like(finish, t), finish)
             ended = ended | term | trunc
-        return state, area, barrier, ended, finish, torch.stack(taken)
+        return (*(getattr(st, f) for f in moving), area, barrier, ended, finish, torch.stack(taken))
 
+    fields = tuple(getattr(state, f) for f in moving)
     ended = torch.zeros(B, dtype=torch.bool)
     finish = torch.full((B,), -1, dtype=torch.long)
     area = torch.zeros(B, dtype=residual.dtype)
@@ -171,13 +180,11 @@ def _rollout(core: TaskCore, state, agent: RacingLine, base: dict, residual: tor
     taken = []
     for t0 in range(0, T, prm.segment):
         t1 = min(t0 + prm.segment, T)
-        if torch.is_grad_enabled():
-            out = checkpoint(segment, state, ended, finish, t0, t1, use_reentrant=False)
-        else:
-            out = segment(state, ended, finish, t0, t1)
-        state, da, db, ended, finish, tk = out
+        args = (t0, t1, *fields, ended, finish, residual, profile, accel)
+        out = checkpoint(segment, *args, use_reentrant=True) if torch.is_grad_enabled() else segment(*args)
+        fields, (da, db, ended, finish, tk) = out[:len(moving)], out[len(moving):]
         area, barrier = area + da, barrier + db
-        taken.append(tk)
+        taken.append(tk.detach())
     loss = -area / (T * goal) + barrier
     return loss, finish, torch.cat(taken)
 
