@@ -205,6 +205,21 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     race_line, race_base = summary["race"]["strong_baseline"], summary["race"]["baseline"]
     assert race_line["name"] == "racing line" and race_line["counted"] == 1.0 and race_line["iqm"] < race_base["iqm"]
     assert race_base["cap"] == 60.0 and race_base["penalised_mean"] == pytest.approx(race_base["iqm"], rel=0.1)
+    # the race's oracle through the plant (docs/race_oracle.json, benchmarks/oracle.py): never slower
+    # than the racing line it starts from; every learner's and the racing line's paired gap to it;
+    # performance profiles and SHAC's steps ratio with its interval (issue 44)
+    oracle = summary["race"]["oracle"]
+    assert oracle["counted"] == 1.0 and oracle["iqm"] <= race_line["iqm"]
+    assert summary["race"]["strong_baseline"]["vs_oracle"]["gain"] <= 0.0
+    assert all("vs_oracle" in v for v in summary["race"]["target"]["methods"].values())
+    assert summary["race"]["target"]["oracle"]["wanted"] == -0.03 and "oracle" not in summary["eco"]
+    for task in ("race", "eco"):
+        prof = summary[task]["profiles"]
+        assert {"shac", "ppo"} <= set(prof) and prof["reference"] == summary[task]["strong_baseline"]["name"]
+        assert all(lo <= sh <= hi for sh, (lo, hi) in zip(prof["shac"]["share"], prof["shac"]["ci95"]))
+        assert "steps_ratio_ci95" in summary[task]["shac_vs_ppo"]
+    assert summary["race"]["profiles"]["oracle"]["share"][list(summary["race"]["profiles"]["oracle"]["tau"]).index(1.0)] == 1.0
+    assert (docs / "profiles.png").exists()
     for task in ("race", "eco"):
         for v in summary[task]["target"]["methods"].values():
             for bar in ("vs_baseline", "vs_strong"):
