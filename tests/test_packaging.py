@@ -4,6 +4,8 @@ must be there), built with setuptools' own PEP 517 hook."""
 import tarfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -34,3 +36,25 @@ def test_the_console_commands_are_installed():
         assert path is not None, f"{cmd} is not installed (pip install -e . installs it)"
         r = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0 and "usage:" in r.stdout
+
+
+def test_the_version_is_written_once_and_the_citation_and_changelog_agree():
+    """Issue 47's housekeeping: pyproject reads the version from ``dyn4_gym.__version__``; the
+    installed metadata, CITATION.cff and the changelog's existence follow it."""
+    import importlib.metadata
+    import pathlib
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    yaml = pytest.importorskip("yaml")
+
+    import dyn4_gym
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "dyn4_gym.__version__"}
+    assert importlib.metadata.version("dyn4-gym") == dyn4_gym.__version__
+    cff = yaml.safe_load((root / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["version"] == dyn4_gym.__version__
+    assert {"title", "authors", "message", "license"} <= set(cff)
+    assert (root / "CHANGELOG.md").read_text().startswith("# Changelog")
