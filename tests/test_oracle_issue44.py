@@ -74,3 +74,19 @@ def test_checkpointed_segments_give_the_episodes_gradient_exactly():
     assert float(got[1][1].abs().max()) > 0 and float(got[1][2].abs().max()) > 0
     for a, b in zip(*got):
         assert torch.allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.slow
+def test_a_resumed_oracle_goes_on_where_it_stopped():
+    """benchmarks/oracle.py's checkpoints: the state ``progress`` hands out after iteration 1, given
+    back as ``resume``, gives the same iteration 2 as a run that never stopped, and the history
+    carries every iteration."""
+    seeds, prm = [20_000], OracleParams(iters=2, starts=(RACE_V1_LINE_TUNED,))
+    saved = {}
+    whole = race_oracle(seeds, task=SHORT, params=prm,
+                        progress=lambda it, best, sec, state: saved.update({it: state}))
+    resumed = race_oracle(seeds, task=SHORT, params=prm, resume=saved[1])
+    assert [h["iter"] for h in resumed.history] == [0, 1, 2]
+    assert resumed.history[2]["best"] == whole.history[2]["best"]
+    assert resumed.history[2]["loss"] == pytest.approx(whole.history[2]["loss"], rel=1e-12)
+    assert np.array_equal(resumed.actions, whole.actions) and np.array_equal(resumed.time, whole.time)

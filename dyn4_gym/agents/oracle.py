@@ -30,6 +30,7 @@ courses x starts are the rows of one rollout, and rows are independent.
 
 from __future__ import annotations
 
+import copy
 import time as _time
 from dataclasses import dataclass, field
 
@@ -227,7 +228,7 @@ def race_oracle(seeds, task: dict | None = None, env_kwargs: dict | None = None,
             scale.copy_(torch.as_tensor(resume["scale"]))
         opt.load_state_dict(resume["adam"])
         best, best_actions, first = np.array(resume["best"]), np.array(resume["best_actions"]), int(resume["iter"])
-    history = []
+    history = list(resume.get("history", [])) if resume is not None else []
     for it in range(first, params.iters + 1):  # iteration 0 drives the starts as they are
         tic = _time.perf_counter()
         opt.zero_grad()
@@ -252,5 +253,6 @@ def race_oracle(seeds, task: dict | None = None, env_kwargs: dict | None = None,
             progress(it, best.copy(), history[-1]["seconds"],
                      state=dict(residual=residual.detach().numpy().copy(), scale=scale.detach().numpy().copy(),
                                 best_actions=best_actions.copy(), best=best.copy(), iter=it + 1,
-                                adam=opt.state_dict()))
+                                history=[dict(h) for h in history],
+                                adam=copy.deepcopy(opt.state_dict())))  # later steps update Adam's in place
     return OracleResult(time=best, start_time=start_time, actions=best_actions, history=history)
