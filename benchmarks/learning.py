@@ -820,17 +820,13 @@ def _profile(table, reference) -> dict:
 
 
 def _reach_ratio(shac_steps, shac_tables, ppo_steps, ppo_tables) -> float:
-    """PPO's best point's env steps over the first SHAC point at or below its IQM with at least its
-    share counted (:func:`_sample_efficiency`'s rule) on these tables; 0 where SHAC never gets there."""
-    figs = [(iqm(t), finish_rate(t), n) for t, n in zip(ppo_tables, ppo_steps) if n > 0]
-    figs = [f for f in figs if np.isfinite(f[0])]
-    if not figs:
-        return 0.0
-    level, counted, n_ppo = min(figs, key=lambda f: (f[0], -f[1]))
-    for t, n in zip(shac_tables, shac_steps):
-        if n > 0 and iqm(t) <= level and finish_rate(t) >= counted:
-            return n_ppo / n
-    return 0.0
+    """PPO's best point's env steps over SHAC's first point that reaches it (:func:`_reach_best`) on
+    these ``(runs, courses)`` tables; 0 where SHAC never gets there."""
+    def points(steps, tables):
+        return [dict(env_steps=n, iqm=iqm(t), counted=finish_rate(t)) for n, t in zip(steps, tables)]
+
+    best, got = _reach_best(points(shac_steps, shac_tables), points(ppo_steps, ppo_tables))
+    return 0.0 if got is None else best["env_steps"] / got["env_steps"]
 
 
 def _efficiency_ci(shac_curve, shac_tables: dict, ppo_curve, ppo_tables: dict, n_boot: int = 500) -> dict:
@@ -851,19 +847,29 @@ def _efficiency_ci(shac_curve, shac_tables: dict, ppo_curve, ppo_tables: dict, n
     return dict(steps_ratio_ci95=[lo, hi])
 
 
+def _reach_best(shac: list[dict], ppo: list[dict]):
+    """``(PPO's best point, SHAC's first point that reaches it)`` over curve points (dicts with
+    ``env_steps``, ``iqm``, ``counted``): PPO's lowest finite IQM (the larger share counted on a
+    tie), and SHAC's first point at or below it with at least its share counted; None for either
+    where there is none."""
+    pts = [p for p in ppo if p["env_steps"] > 0 and np.isfinite(p["iqm"])]
+    if not pts:
+        return None, None
+    best = min(pts, key=lambda p: (p["iqm"], -p["counted"]))
+    return best, next((p for p in shac if p["env_steps"] > 0 and p["iqm"] <= best["iqm"]
+                       and p["counted"] >= best["counted"]), None)
+
+
 def _sample_efficiency(shac: list[dict], ppo: list[dict], unit: str) -> dict:
     """Env steps SHAC needs to reach PPO's **best** point (its lowest IQM along its curve) at no
     lower a share counted: the first SHAC point with an IQM at or below that level and at least
     PPO's share counted there (issue 44: a point against PPO's last one, at another finish rate,
     is no comparison)."""
-    pts = [p for p in ppo if p["env_steps"] > 0 and np.isfinite(p["iqm"])]
-    if not pts:
+    best, got = _reach_best(shac, ppo)
+    if best is None:
         print("SHAC against PPO: PPO has no finite IQM at any point")
         return dict(met=False)
-    best = min(pts, key=lambda p: (p["iqm"], -p["counted"]))
     d = dict(level=best["iqm"], level_counted=best["counted"], ppo_env_steps=best["env_steps"], ppo_wall_s=best["wall_s"])
-    got = next((p for p in shac if p["env_steps"] > 0 and p["iqm"] <= best["iqm"] and p["counted"] >= best["counted"]),
-               None)
     if got is None:
         d["met"] = False
         print(f"SHAC does not reach PPO's best point ({best['iqm']:.2f} {unit} with {best['counted']:.0%} counted, "

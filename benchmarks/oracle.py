@@ -24,8 +24,8 @@ import torch
 
 from dyn4_gym import RACE, RACE_V1, cli
 from dyn4_gym.agents.evaluation import EVAL_SEEDS
-from dyn4_gym.agents.oracle import OracleParams, race_oracle
-from dyn4_gym.agents.race import RACE_LINE_TUNED, RACE_V1_LINE_TUNED, RacingLineParams
+from dyn4_gym.agents.oracle import OracleParams, bolder_starts, race_oracle
+from dyn4_gym.agents.race import RACE_LINE_TUNED, RACE_V1_LINE_TUNED
 from dyn4_gym.agents.stats import bootstrap_ci, iqm
 
 # each race's oracle starts from its own tuned racing line, then two bolder settings of it
@@ -49,8 +49,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     env_id, task, tuned = TASKS[args.task]
     torch.set_num_threads(1)  # one process per race: two on two cores
-    starts = (tuned, dataclasses.replace(tuned, margin=0.95), RacingLineParams(margin=1.0, safety=0.75,
-                                                                               lookahead_gain=0.4))
+    starts = bolder_starts(tuned)
     params = OracleParams(iters=args.iters, starts=starts)
     seeds = EVAL_SEEDS[:args.eval]
     ckpt = args.checkpoint or os.path.join("runs", "oracle", f"{args.task}.pt")

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import dyn4_gym
-from dyn4_gym.agents.oracle import OracleParams, _core, _start, race_oracle
-from dyn4_gym.agents.race import RACE_V1_LINE_TUNED, run_race_baseline
+from dyn4_gym.agents.oracle import OracleParams, race_oracle
+from dyn4_gym.agents.race import RACE_V1_LINE_TUNED, race_core, race_start, run_race_baseline
 
 # Race-v1's corners on a 100 m course: short enough for CI, long enough to corner and brake
 SHORT = dict(dyn4_gym.RACE_V1, course=dict(dyn4_gym.RACE_V1["course"], length=100.0))
@@ -39,8 +39,8 @@ def test_the_oracle_beats_the_racing_line_it_starts_from_and_its_actions_replay(
     assert r.time[0] < line.time[0]  # the gradient found a faster run
     assert all(h2["best"][0] <= h1["best"][0] for h1, h2 in zip(r.history, r.history[1:]))  # kept, never lost
     # open loop through the env's own step: the kept actions finish at the reported time, in the corridor
-    core = _core(SHORT, None)
-    state = _start(core, seeds)
+    core = race_core(SHORT)
+    state = race_start(core, seeds)
     with torch.no_grad():
         for t in range(r.actions.shape[0]):
             state, _, _, term, _, info = core.step(state, torch.as_tensor(r.actions[t]))
@@ -59,8 +59,8 @@ def test_checkpointed_segments_give_the_episodes_gradient_exactly():
     from dyn4_gym.agents.race import RacingLine
 
     task = dict(dyn4_gym.RACE_V1, course=dict(dyn4_gym.RACE_V1["course"], length=60.0))
-    core = _core(task, None)
-    state = _start(core, [20_000])
+    core = race_core(task)
+    state = race_start(core, [20_000])
     agent = RacingLine(core, RACE_V1_LINE_TUNED)
     agent.plan(state)
     base = dict(agent._t)

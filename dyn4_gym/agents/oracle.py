@@ -31,17 +31,26 @@ courses x starts are the rows of one rollout, and rows are independent.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time as _time
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from ..envs import EnvConfig, TaskCore
+from ..envs import TaskCore
 from ..model.state import DYN4
-from .race import RACE_LINE_TUNED, RacingLine, RacingLineParams
+from .race import RACE_LINE_TUNED, RacingLine, RacingLineParams, race_core, race_start, run_race_baseline
 
-__all__ = ["OracleParams", "OracleResult", "race_oracle", "record_driver"]
+__all__ = ["OracleParams", "OracleResult", "race_oracle", "bolder_starts"]
+
+
+def bolder_starts(tuned: RacingLineParams) -> tuple:
+    """The oracle's restarts from a race's tuned racing line: the tuned setting first (the
+    classical bar, and the start whose time is reported beside the oracle's), then at 0.95 of the
+    envelope, then at its full envelope 0.75 m from the edge."""
+    return (tuned, dataclasses.replace(tuned, margin=0.95), RacingLineParams(margin=1.0, safety=0.75,
+                                                                           lookahead_gain=0.4))
 
 
 @dataclass(frozen=True)
@@ -58,9 +67,7 @@ class OracleParams:
     slack: float = 1.05  # the horizon: the starting driver's slowest finish times this (steps)
     segment: int = 50  # steps per checkpointed segment of the backward (memory, not results)
     # restarts: the racing line's tuned setting first (the classical bar), then bolder ones
-    starts: tuple = field(default_factory=lambda: (RACE_LINE_TUNED,
-                                                    RacingLineParams(margin=0.95, safety=1.25, lookahead_gain=0.4),
-                                                    RacingLineParams(margin=1.0, safety=0.75, lookahead_gain=0.4)))
+    starts: tuple = field(default_factory=lambda: bolder_starts(RACE_LINE_TUNED))
 
     def __post_init__(self):
         if not (isinstance(self.iters, int) and self.iters >= 0):
@@ -84,41 +91,6 @@ class OracleResult:
     history: list  # per iteration: dict(iter, best (C,), loss, seconds); iteration 0 the starts
 
 
-def _core(task: dict, env_kwargs: dict | None) -> TaskCore:
-    kw = {k: v for k, v in task.items() if k != "engine"}
-    kw.update(dtype="float64", **(env_kwargs or {}))
-    return TaskCore(EnvConfig.from_dict(kw))
-
-
-def _start(core: TaskCore, seeds) -> object:
-    B = len(seeds)
-    return core.new_state(torch.as_tensor(list(seeds), dtype=torch.long), torch.zeros(B, dtype=torch.long))
-
-
-@torch.no_grad()
-def record_driver(core: TaskCore, seeds, params) -> tuple[np.ndarray, np.ndarray]:
-    """The racing line's actions ``(T, B, 2)`` over the whole episode (held after a row ends) and
-    each row's finish time [s] (inf if it did not finish), one setting per row or one for all."""
-    state = _start(core, seeds)
-    agent = RacingLine(core, params)
-    agent.plan(state)
-    obs = core.observe(state)
-    B = len(seeds)
-    done = np.zeros(B, dtype=bool)
-    time_ = np.full(B, np.inf)
-    acts = []
-    for t in range(core.cfg.episode_steps):
-        a = agent.act(obs, state)
-        acts.append(a.numpy())
-        state, obs, _, term, trunc, info = core.step(state, a)
-        succ = info["success"].numpy() & ~done
-        time_[succ] = (t + 1) * core.cfg.control_dt
-        done |= term.numpy() | trunc.numpy()
-        if done.all():
-            break
-    return np.array(acts), time_
-
-
 def _profile_accel(profile: torch.Tensor, arc: torch.Tensor) -> torch.Tensor:
     """The acceleration [m/s^2] a speed profile ``(B, N)`` [m/s] over arc lengths ``arc (B, N)``
     asks, ``d(v^2)/2 ds`` per segment (0 at the end): RacingLine's feed-forward, in torch."""
@@ -137,8 +109,6 @@ def _rollout(core: TaskCore, state, agent: RacingLine, base: dict, residual: tor
     backward recomputes it), so only the states between segments are kept. The graph of a step
     is mostly autograd's own nodes (thousands of small ops a substep), which the non-reentrant
     form keeps; measured: a 1 km course's 1,300 steps at 48 rows held 19 GB without it."""
-    import dataclasses
-
     from torch.utils.checkpoint import checkpoint
 
     cfg = core.cfg
@@ -199,20 +169,21 @@ def race_oracle(seeds, task: dict | None = None, env_kwargs: dict | None = None,
     import dyn4_gym
 
     task = dyn4_gym.RACE if task is None else task
-    core = _core(task, env_kwargs)
+    core = race_core(task, env_kwargs)
     if core.driver:
         raise ValueError("the race oracle drives the acceleration action (a race task)")
     seeds = list(seeds)
     C, S = len(seeds), len(params.starts)
     rows = [s for s in seeds for _ in range(S)]  # course-major, start-minor
     starts = [p for _ in seeds for p in params.starts]
-    _, t_init = record_driver(core, rows, starts)
+    # the starts as the harness drives them, to their episode's end: the horizon comes from them
+    t_init = run_race_baseline(rows, env_kwargs, params=starts, task=task).time
     dt = core.cfg.control_dt
     start_time = t_init.reshape(C, S)[:, 0]
     finite = t_init[np.isfinite(t_init)]
     slowest = finite.max() if finite.size else core.cfg.episode_steps * dt
     T = min(core.cfg.episode_steps, int(np.ceil(slowest / dt * params.slack)))
-    state0 = _start(core, rows)
+    state0 = race_start(core, rows)
     agent = RacingLine(core, starts)
     agent.plan(state0)
     base = dict(agent._t)

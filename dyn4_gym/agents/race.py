@@ -37,7 +37,7 @@ from .classical import PurePursuit, PurePursuitParams
 
 __all__ = ["Envelope", "HUMVEE_ENVELOPE", "speed_profile", "RaceProfileParams", "RaceProfile", "RacingLineParams",
            "RacingLine", "RaceResult", "run_race_baseline", "straight_line_time", "truncation_time", "RACE_TUNED", "RACE_LINE_TUNED",
-           "RACE_V1_LINE_TUNED"]
+           "RACE_V1_LINE_TUNED", "race_core", "race_start"]
 
 
 @dataclass(frozen=True)
@@ -354,6 +354,21 @@ class RaceResult:
     lines: np.ndarray | None = None  # (B, N, 2) [m] the racing lines driven (RacingLine), else None
 
 
+def race_core(task: dict | None = None, env_kwargs: dict | None = None) -> TaskCore:
+    """The race ``task``'s (``dyn4_gym.RACE`` unless given) torch task core in float64, with
+    ``env_kwargs`` over it: the harness every race driver and the oracle are measured on."""
+    import dyn4_gym
+
+    kw = {k: v for k, v in (dyn4_gym.RACE if task is None else task).items() if k != "engine"}
+    kw.update(dtype="float64", **(env_kwargs or {}))
+    return TaskCore(EnvConfig.from_dict(kw))
+
+
+def race_start(core: TaskCore, seeds):
+    """The first episode of each seed's course, one row a seed."""
+    return core.new_state(torch.as_tensor(list(seeds), dtype=torch.long), torch.zeros(len(seeds), dtype=torch.long))
+
+
 @torch.no_grad()
 def run_race_baseline(seeds, env_kwargs: dict | None = None,
                       params: RaceProfileParams | RacingLineParams = RaceProfileParams(), policy=None,
@@ -364,13 +379,9 @@ def run_race_baseline(seeds, env_kwargs: dict | None = None,
     action``, a learner's) the same courses and the same measurement, driven by it instead.
     ``task``: the race's keyword arguments (``dyn4_gym.RACE``, -v0's, unless given:
     ``dyn4_gym.RACE_V1``), ``env_kwargs`` over them."""
-    import dyn4_gym
-
-    kw = {k: v for k, v in (dyn4_gym.RACE if task is None else task).items() if k != "engine"}
-    kw.update(dtype="float64", **(env_kwargs or {}))
-    core = TaskCore(EnvConfig.from_dict(kw))
+    core = race_core(task, env_kwargs)
     B = len(seeds)
-    state = core.new_state(torch.as_tensor(list(seeds), dtype=torch.long), torch.zeros(B, dtype=torch.long))
+    state = race_start(core, seeds)
     first = params[0] if isinstance(params, (tuple, list)) and params else params
     agent = (RacingLine if isinstance(first, RacingLineParams) else RaceProfile)(core, params)
     agent.plan(state)

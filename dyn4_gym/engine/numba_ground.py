@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from .._checks import GroundKernelError
 from ..ground.samplers import Flat, Grid
 from ..ground.terrain import GroundKernel, Terrain, draw_grid, draw_rough
 from ..model.constants import DEFAULT_MU
@@ -154,8 +155,6 @@ def check_packed(name: str, packed, rows: int, shared: bool) -> tuple:
     bounds checks): a tuple of float64 arrays whose first axis is ``rows`` (any length when the
     ground is ``shared``) and finite numbers, every value finite. Raises
     :class:`~dyn4_gym._checks.GroundKernelError` naming the kind."""
-    from .._checks import GroundKernelError
-
     where = f"terrain kind {name!r}: GroundKernel.pack"
     if not isinstance(packed, tuple):
         raise GroundKernelError(f"{where} must return a tuple of arrays and numbers, got {type(packed).__name__}")

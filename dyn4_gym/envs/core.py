@@ -102,6 +102,9 @@ class TaskCore:
         # domain randomisation (EnvConfig.vehicle_ranges, validated above): the keys in sorted order, their boxes
         self.ranges = vehicle_range_box(cfg.vehicle_ranges, cfg.vehicle, f"{path}.vehicle_ranges")
         self._steer = self.obs_names.index("steer")
+        # issue 46: refused at the first reset (the Numba engine's core never draws in its dtype)
+        self._reach = course_reach(cfg.course)
+        self._far_in_float32 = self.dtype != torch.float64 and self._reach > FLOAT32_REACH
 
     def spaces(self):
         """The single env's ``(action_space, observation_space)`` (Gymnasium boxes, float32)."""
@@ -121,9 +124,9 @@ class TaskCore:
         kind's, so a seed gives the same course whatever the terrain.
         """
         c = self.cfg.course
-        if self.dtype not in (torch.float64,) and course_reach(c) > FLOAT32_REACH:
-            raise ConfigError(f"config.course reaches {course_reach(c):.6g} m from the origin: float32 positions "
-                              f"there are rounded to {course_reach(c) * 6e-8:.2g} m a substep (the torch engine's "
+        if self._far_in_float32:
+            raise ConfigError(f"config.course reaches {self._reach:.6g} m from the origin: float32 positions "
+                              f"there are rounded to {self._reach * 6e-8:.2g} m a substep (the torch engine's "
                               f"dtype {self.cfg.dtype}); use dtype='float64' (or the Numba engine), or move the "
                               f"course within {FLOAT32_REACH:g} m of the origin")
         key = key.to(self.device)

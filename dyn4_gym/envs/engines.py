@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 import torch
 
+from .._checks import GroundKernelError
 from ..model.books import BOOK_LINES, POWERTRAIN_LINES
 from ..model.packed import PK
 from ..model.task import FLAG, INFO, TERM_ORDER
@@ -165,19 +166,18 @@ class NumbaEngine:
         return state
 
     def observe(self, state, rows: np.ndarray | None = None) -> np.ndarray:
-        if self.task.user_kind is None:
-            return self._nt.observe(self.task, state, rows)
         try:
             return self._nt.observe(self.task, state, rows)
         except Exception as exc:
+            if self.task.user_kind is None:
+                raise
             raise self._ground_error(exc) from exc
 
-    def _ground_error(self, exc: Exception):
+    def _ground_error(self, exc: Exception) -> GroundKernelError:
         """A kernel's failure under a user's terrain kind, named (issue 46): the kind's sampler
         raised, returned a non-finite value or did not compile (a Numba typing error)."""
-        msg = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-        from .._checks import GroundKernelError
-
+        text = str(exc).strip()
+        msg = text.splitlines()[0][:300] if text else ""
         return GroundKernelError(f"the terrain kind {self.task.user_kind!r}'s Numba ground (GroundKernel.sample) failed: "
                             f"{type(exc).__name__}: {msg}; the env's state is as it was before this call")
 
