@@ -17,28 +17,19 @@ Nothing here is fitted to these traces: they are a gate, never a target.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 import torch
 
-import dyn4_gym
 from dyn4_gym.ground import Flat
 from dyn4_gym.plant import dyn4_params, dyn4_rest
 from dyn4_gym.plant.drive import drive_step
 from dyn4_gym.plant.powertrain import powertrain_rest
 from dyn4_gym.plant.presets import PRESETS
+from dyn4_gym.fit.chrono import load_run
 
-DATA = Path(dyn4_gym.__file__).parent / "data" / "chrono_runs"
 LFDM_RMS = {"acc": 2.38, "steer": 3.61}  # [m] LFDM's 18-DOF model against the same Chrono runs (issue 22)
 D = torch.float64
-
-
-def load_run(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(inputs (n, 4): time, steer, throttle, brake; reference (m, 3): time, x, y)``."""
-    inputs = np.loadtxt(DATA / f"{name}.txt")
-    ref = np.loadtxt(DATA / f"chrono_{name}.txt", delimiter=",", skiprows=1)
-    return inputs, ref
 
 
 def drive(inputs: np.ndarray, t: np.ndarray, p, pt, mu: float, hdt: float = 0.01) -> np.ndarray:

@@ -219,7 +219,14 @@ def strict_json(text: str):
 
 
 def json_object(text: str) -> dict:
-    """A flag type: a strict JSON object."""
+    """A flag type: a strict JSON object, or ``@PATH``: the one in that file (a fit's
+    ``env_kwargs.json``, say)."""
+    if isinstance(text, str) and text.startswith("@"):
+        try:
+            with open(text[1:]) as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise argparse.ArgumentTypeError(f"cannot read {text[1:]}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         v = strict_json(text)
     except (TypeError, ValueError) as exc:

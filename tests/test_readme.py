@@ -73,6 +73,9 @@ def test_each_documented_command_parses(doc, command, tmp_path, monkeypatch):
         if flag == "--policy" and value != "classical":  # a model file an earlier command writes
             (tmp_path / value).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / value).touch()
+        if value.startswith("@"):  # a JSON file an earlier command writes (a fit's env_kwargs.json)
+            (tmp_path / value[1:]).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / value[1:]).write_text("{}")
     monkeypatch.setenv("DISPLAY", ":0")  # play.py's documented precondition; parsing opens no window
     try:
         module.parse_args(argv[1:])

@@ -40,6 +40,7 @@ N_PF = len(PF)
 def pack_powertrain(pt) -> tuple:
     """``(vector, maps)`` of a :class:`PowertrainParams`: the scalars and ratios, and the four
     maps (torque, losses, capacity factor, torque ratio) as ``(n, 2)`` float64 arrays."""
+    pt = pt.as_numbers()  # a field given as a 0-d tensor (dyn4_gym.fit) is packed by its value
     head = [pt.crank_inertia, pt.upshift_rpm, pt.downshift_rpm, pt.shift_delay, pt.coupling_sr, pt.brake_torque,
             pt.wheel_radius, pt.driveline_efficiency, pt.idle_rpm, pt.idle_band_rpm, pt.indicated_efficiency,
             float(pt.n_gears), pt.reverse_ratio]

@@ -15,7 +15,7 @@ from .._checks import ConfigError, check_int_range, check_range, is_num
 from ..ground.terrain import TERRAIN_KINDS, RoughConfig, terrain_config
 from .rewards import resolve_terms
 from ..plant.presets import PRESETS
-from .vehicle import validate_vehicle, validate_vehicle_ranges
+from .vehicle import validate_powertrain, validate_vehicle, validate_vehicle_ranges
 
 __all__ = ["CourseConfig", "GroundConfig", "EnvConfig", "ConfigError"]
 
@@ -118,6 +118,9 @@ class EnvConfig:
 
     preset: str = "m998"  # the vehicle and its powertrain: "m998" or "chrono" (dyn4_gym.plant.presets)
     vehicle: dict = field(default_factory=dict)  # overrides of the preset's spec sheet, keys and bounds in envs/vehicle.py
+    # overrides of the preset's powertrain, keys and bounds in envs/vehicle.py (POWERTRAIN_KEYS): a
+    # fitted car's (dyn4_gym.fit, FitResult.env_kwargs); both engines drive it
+    powertrain: dict = field(default_factory=dict)
     # domain randomisation: numeric vehicle keys -> [low, high], drawn per row and episode from the
     # row's seed stream (after the course's and the ground's draws), on both engines
     vehicle_ranges: dict = field(default_factory=dict)
@@ -208,6 +211,7 @@ class EnvConfig:
         if not isinstance(self.preset, str) or self.preset not in PRESETS:
             raise ConfigError(f"{path}.preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
         validate_vehicle(self.vehicle, f"{path}.vehicle")
+        validate_powertrain(self.powertrain, f"{path}.powertrain")
         validate_vehicle_ranges(self.vehicle_ranges, self.vehicle, f"{path}.vehicle_ranges")
         if not isinstance(self.reward_weights, dict):
             raise ConfigError(f"{path}.reward_weights must be a dict, got {type(self.reward_weights).__name__}")

@@ -81,6 +81,8 @@ class TaskCore:
         self.device = torch.device(cfg.device)
         try:
             self.spec, self.pt = PRESETS[cfg.preset]  # the vehicle's spec sheet and its powertrain
+            if cfg.powertrain:  # EnvConfig.powertrain's overrides (a fitted car's): both engines take self.pt
+                self.pt = dataclasses.replace(self.pt, **{k: float(v) for k, v in cfg.powertrain.items()})
             self.p = dyn4_params(self.spec, dtype=self.dtype, device=self.device, **cfg.vehicle)
         except (ValueError, TypeError) as exc:  # a sheet the bounds allow but the derivation refuses
             raise ConfigError(f"{path}.vehicle: {exc}") from None

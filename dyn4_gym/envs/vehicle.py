@@ -12,7 +12,8 @@ from __future__ import annotations
 from .._checks import ConfigError, check_range, is_num
 from ..plant import HUMVEE
 
-__all__ = ["VEHICLE_KEYS", "validate_vehicle", "validate_vehicle_ranges", "vehicle_range_box", "MAX_RANGES"]
+__all__ = ["VEHICLE_KEYS", "POWERTRAIN_KEYS", "validate_vehicle", "validate_powertrain", "validate_vehicle_ranges",
+           "vehicle_range_box", "MAX_RANGES"]
 
 # key: (kind, low, high) for numbers [SI units]; (kind, choices) for strings; ("bool",) for flags
 VEHICLE_KEYS = {
@@ -55,6 +56,30 @@ VEHICLE_KEYS = {
     "grade_force": ("bool",),
     "damper": ("str", ("passive", "skyhook")),
 }
+
+
+# the powertrain's overrides an env takes (``powertrain={...}``): the fields a fit estimates
+# (dyn4_gym.plant.powertrain.DIFFERENTIABLE), each (low, high) [SI units]
+POWERTRAIN_KEYS = {
+    "crank_inertia": (1e-3, 1e3),  # [kg m^2]
+    "brake_torque": (1.0, 1e6),  # [N m] per wheel
+    "driveline_efficiency": (0.05, 1.0),  # [-]
+    "indicated_efficiency": (0.05, 0.99),  # [-]
+}
+
+
+def validate_powertrain(powertrain, path: str) -> dict:
+    """Check a ``powertrain`` override dict (:data:`POWERTRAIN_KEYS`); returns it with floats."""
+    if not isinstance(powertrain, dict):
+        raise ConfigError(f"{path} must be a dict of overrides, got {type(powertrain).__name__}")
+    out = {}
+    for key, value in powertrain.items():
+        if key not in POWERTRAIN_KEYS:
+            raise ConfigError(f"{path}.{key} is not a powertrain key (known: {sorted(POWERTRAIN_KEYS)})")
+        lo, hi = POWERTRAIN_KEYS[key]
+        check_range(f"{path}.{key}", value, lo, hi)
+        out[key] = float(value)
+    return out
 
 
 def validate_vehicle(vehicle, path: str) -> dict:

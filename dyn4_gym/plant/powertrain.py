@@ -58,6 +58,11 @@ def _points(name, pts):
     return tuple((float(a), float(b)) for a, b in pts)
 
 
+# the scalar fields that may be 0-d tensors, so gradients flow into them through the torch plant
+# (dyn4_gym.fit); the others choose gears or shape maps, with no gradient
+DIFFERENTIABLE = ("crank_inertia", "brake_torque", "driveline_efficiency", "indicated_efficiency")
+
+
 @dataclass(frozen=True)
 class PowertrainParams:
     """A powertrain as its data sheet gives it. Speeds in rpm where the data is in rpm.
@@ -89,12 +94,13 @@ class PowertrainParams:
     def __post_init__(self):
         for name in ("torque_map", "losses_map", "capacity_map", "torque_ratio_map"):
             object.__setattr__(self, name, _points(name, getattr(self, name)))
+        value = self._value  # a DIFFERENTIABLE field given as a 0-d tensor is checked by its value
         pos = ("crank_inertia", "upshift_rpm", "downshift_rpm", "brake_torque", "wheel_radius", "idle_band_rpm",
                "fuel_lhv", "fuel_density")
         if not (isinstance(self.idle_rpm, (int, float)) and 0 <= self.idle_rpm < float("inf")):
             raise ConfigError(f"PowertrainParams.idle_rpm must be >= 0 (0: no idle governor), got {self.idle_rpm!r}")
         for name in pos:
-            v = getattr(self, name)
+            v = value(name)
             if not (isinstance(v, (int, float)) and 0 < v < float("inf")):
                 raise ConfigError(f"PowertrainParams.{name} must be a positive finite number, got {v!r}")
         if not (isinstance(self.shift_delay, (int, float)) and 0 <= self.shift_delay < float("inf")):
@@ -107,15 +113,31 @@ class PowertrainParams:
             raise ConfigError(f"PowertrainParams.reverse_ratio must be negative, got {self.reverse_ratio!r}")
         if not self.downshift_rpm < self.upshift_rpm:
             raise ConfigError("PowertrainParams.downshift_rpm must be below upshift_rpm")
-        v = self.driveline_efficiency
+        v = value("driveline_efficiency")
         if not (isinstance(v, (int, float)) and 0 < v <= 1):
             raise ConfigError(f"PowertrainParams.driveline_efficiency must be in (0, 1], got {v!r}")
         for name in ("indicated_efficiency", "coupling_sr"):
-            v = getattr(self, name)
+            v = value(name)
             if not (isinstance(v, (int, float)) and 0 < v < 1):
                 raise ConfigError(f"PowertrainParams.{name} must be in (0, 1), got {v!r}")
         if any(k <= 0 for _, k in self.capacity_map):
             raise ConfigError("PowertrainParams.capacity_map must be positive")
+
+    def _value(self, name: str):
+        """Field ``name`` as a Python number for the checks; a :data:`DIFFERENTIABLE` field may be
+        a 0-d float tensor (so gradients reach it: dyn4_gym.fit), checked by its value."""
+        v = getattr(self, name)
+        if name in DIFFERENTIABLE and isinstance(v, torch.Tensor):
+            if v.ndim != 0 or not v.dtype.is_floating_point:
+                raise ConfigError(f"PowertrainParams.{name} as a tensor must be 0-d and floating point, got shape "
+                                  f"{tuple(v.shape)} of {v.dtype}")
+            return float(v.detach())
+        return v
+
+    def as_numbers(self) -> "PowertrainParams":
+        """The same powertrain with every tensor field as a Python float (what the Numba engine
+        and a JSON file take)."""
+        return dataclasses.replace(self, **{n: self._value(n) for n in DIFFERENTIABLE})
 
     @property
     def n_gears(self) -> int:
@@ -298,8 +320,8 @@ def powertrain_forces(s: torch.Tensor, throttle: torch.Tensor, brake: torch.Tens
     t_pump = (w_e / interp(sigma, pt.capacity_map)) ** 2 * fade
     t_pump = torch.where(back, -t_pump, t_pump)
     t_turbine = torch.where(back, t_pump, interp(sigma, pt.torque_ratio_map) * t_pump)
-    eff = torch.where(t_turbine * w_t >= 0, torch.full_like(w_t, pt.driveline_efficiency),
-                      torch.full_like(w_t, 1.0 / pt.driveline_efficiency))
+    eta = torch.as_tensor(pt.driveline_efficiency, dtype=w_t.dtype, device=w_t.device)  # a number or a 0-d tensor
+    eff = torch.where(t_turbine * w_t >= 0, eta, 1.0 / eta).expand_as(w_t)
     f_drive = eff * t_turbine / (ratio * pt.wheel_radius)
     f_brake = brake * (4.0 * pt.brake_torque / pt.wheel_radius)
     return PowertrainForces(f_drive, f_brake, t_engine, t_pump, t_turbine, eff, ratio, fuel_power)
