@@ -24,7 +24,7 @@ import numpy as np
 from .. import cli
 from ..plant.presets import PRESETS
 from .core import FitConfig, fit, simulate
-from .fields import POWERTRAIN_FIELDS, SPEC_FIELDS
+from .fields import POWERTRAIN_FIELDS, SPEC_FIELDS, make_fields
 from .logs import LogError, read_log
 from .chrono import CHRONO_RUNS, chrono_log
 
@@ -59,8 +59,6 @@ def parse_args(argv=None):
     except ValueError as exc:
         ap.fail("--segment/--noise", str(exc))
     spec, pt = PRESETS[args.preset]
-    from .fields import make_fields
-
     try:
         make_fields(args.fields, spec, pt, args.bounds, args.priors)
     except ValueError as exc:
@@ -131,7 +129,7 @@ def main(argv=None):
 
     try:
         res = fit(logs, spec, pt, args.fields, args.config, progress=progress)
-    except (LogError, ValueError) as exc:
+    except ValueError as exc:  # a LogError or a field the fit refuses
         raise cli.UsageError(str(exc)) from None
     print()
     print(f"{'field':38s} {'preset':>12s} {'fitted':>12s} {'sd':>10s}")

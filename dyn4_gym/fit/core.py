@@ -28,10 +28,12 @@ import dataclasses
 import math
 import time as _time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
+from .._checks import ConfigError, check_int, check_positive, check_range
 from ..ground import Flat
 from ..plant.drive import drive_step
 from ..plant.dyn4 import dyn4_rest
@@ -70,19 +72,14 @@ class FitConfig:
     max_rel_sd: float = 0.05  # a field whose sd / value exceeds this is not identified
     max_corr: float = 0.95  # two fields correlated beyond this cannot be told apart
 
-    def __post_init__(self):
+    def __post_init__(self):  # the project's checks (ConfigError, a ValueError)
         for name in ("mu", "hdt", "segment", "smooth", "tol", "max_rel_sd"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ValueError(f"FitConfig.{name} must be a positive finite number, got {v!r}")
+            check_positive(f"FitConfig.{name}", getattr(self, name))
         if self.segment < 5 * self.hdt:
-            raise ValueError(f"FitConfig.segment must be at least 5 substeps ({5 * self.hdt:g} s), got {self.segment!r}")
+            raise ConfigError(f"FitConfig.segment must be at least 5 substeps ({5 * self.hdt:g} s), got {self.segment!r}")
         for name in ("rounds", "max_iter"):
-            v = getattr(self, name)
-            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
-                raise ValueError(f"FitConfig.{name} must be an integer >= 1, got {v!r}")
-        if not (isinstance(self.max_corr, (int, float)) and 0 < self.max_corr < 1):
-            raise ValueError(f"FitConfig.max_corr must be in (0, 1), got {self.max_corr!r}")
+            check_int(f"FitConfig.{name}", getattr(self, name), 1)
+        check_range("FitConfig.max_corr", self.max_corr, 0.0, 1.0, lo_open=True, hi_open=True)
         for k, v in self.noise.items():
             if k not in OUTPUTS or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise ValueError(f"FitConfig.noise: {k!r} must be an output of {tuple(OUTPUTS)} with a positive scale, "
@@ -221,6 +218,17 @@ def _local_fit(t: np.ndarray, y: np.ndarray, at: float, half: float):
     return float(c[0]), float(c[1])
 
 
+class _Samples(NamedTuple):
+    """One output's finite samples in a log cut into segments."""
+
+    seg: torch.Tensor  # each sample's segment
+    i0: torch.Tensor  # the substep before it within the segment
+    w: torch.Tensor  # its fraction of the way to the next substep
+    y: torch.Tensor  # the recorded value
+    inv: float  # 1 / the output's noise scale
+    rows: np.ndarray  # its rows in the log
+
+
 class _Problem:
     """One log cut into segments: the inputs per substep, the samples each segment scores, the
     measured starts."""
@@ -235,7 +243,7 @@ class _Problem:
         sub = self.starts[None, :] + np.arange(self.n)[:, None] * hdt  # (n, M) substep times
         u = log.input_at(sub.ravel()).reshape(self.n, self.M, len(INPUTS))
         self.inputs = torch.tensor(np.concatenate((u, np.ones((self.n, self.M, 1))), -1), dtype=D)
-        # each output's samples: segment, fractional substep, value, 1 / scale
+        # each output's samples (_Samples)
         self.samples = {}
         for name, y in log.outputs.items():
             ok = np.isfinite(y)
@@ -245,8 +253,8 @@ class _Problem:
             i0 = np.minimum(np.floor(pos).astype(int), self.n - 1)
             w = pos - i0
             rows = np.flatnonzero(ok)
-            self.samples[name] = (torch.tensor(j), torch.tensor(i0), torch.tensor(w, dtype=D),
-                                  torch.tensor(y[ok], dtype=D), 1.0 / cfg.scale(name), rows)
+            self.samples[name] = _Samples(torch.tensor(j), torch.tensor(i0), torch.tensor(w, dtype=D),
+                                          torch.tensor(y[ok], dtype=D), 1.0 / cfg.scale(name), rows)
         # the measured starts: value (and, for positions, slope) at each segment's start
         self.measured = {}
         for name in ("x", "y", "yaw", "speed", "yaw_rate"):
@@ -258,28 +266,28 @@ class _Problem:
 
     @property
     def count(self) -> int:
-        return sum(s[3].numel() for s in self.samples.values())
+        return sum(s.y.numel() for s in self.samples.values())
 
-    def start(self, p: Dyn4Params, pt: PowertrainParams, g) -> tuple[torch.Tensor, torch.Tensor]:
-        """The log's first state ``(1, 14)`` and powertrain ``(1, 3)``: a settled car at the
-        measured pose and speed, the powertrain at that speed (from rest: idling in first)."""
-        with torch.no_grad():
-            x = self.teach(dyn4_rest(p, g, (1,)).detach(), rows=slice(0, 1))
-            s = powertrain_rest(pt, (1,), dtype=D)
-            if float(x[0, DYN4.VX]) > 0.5:
-                s = powertrain_at(pt, x[:, DYN4.VX])
+    def _settled(self, p: Dyn4Params, pt: PowertrainParams, g, rows: slice) -> tuple[torch.Tensor, torch.Tensor]:
+        """The segments ``rows``' starts before any segment has run: a settled car with the
+        measurements written over it, the powertrain at its speed (from rest: idling in first)."""
+        n = len(range(self.M)[rows])
+        x = self.teach(dyn4_rest(p, g, (n,)).detach(), rows=rows)
+        s = torch.where((x[:, DYN4.VX] > 0.5)[:, None], powertrain_at(pt, x[:, DYN4.VX].clamp_min(0.0)),
+                        powertrain_rest(pt, (n,), dtype=D))
         return x, s
 
-    def anchors(self, p: Dyn4Params, pt: PowertrainParams, g, passes: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
-        """Every segment's start: the log's start for the first; for the others, a settled car
-        with the measurements written over it, then ``passes`` times where the segment before
-        ended, measured again (no gradient)."""
+    def start(self, p: Dyn4Params, pt: PowertrainParams, g) -> tuple[torch.Tensor, torch.Tensor]:
+        """The log's first state ``(1, 14)`` and powertrain ``(1, 3)`` (:meth:`_settled`)."""
         with torch.no_grad():
-            x0, s0 = self.start(p, pt, g)
-            x = self.teach(dyn4_rest(p, g, (self.M,)).detach())
-            s = torch.where((x[:, DYN4.VX] > 0.5)[:, None], powertrain_at(pt, x[:, DYN4.VX].clamp_min(0.0)),
-                            powertrain_rest(pt, (self.M,), dtype=D))
-            x, s = torch.cat((x0, x[1:]), 0), torch.cat((s0, s[1:]), 0)
+            return self._settled(p, pt, g, slice(0, 1))
+
+    def anchors(self, p: Dyn4Params, pt: PowertrainParams, g, passes: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every segment's start: settled cars with the measurements written over them
+        (:meth:`_settled`), then ``passes`` times where the segment before ended, measured again
+        (the first keeps the log's start; no gradient)."""
+        with torch.no_grad():
+            x, s = self._settled(p, pt, g, slice(None))
             for _ in range(passes):
                 st, s_end = _rollout(x, s, self.inputs, p, pt, g, self.cfg.hdt)
                 x, s = self.follow(x, s, st[-1], s_end)
@@ -339,13 +347,12 @@ class _Problem:
         """Output -> ``(count,)`` residuals over their scales from ``states (n + 1, M, 14)``."""
         outs = _outputs(states, self.cfg.hdt)
         res = {}
-        for name, (j, i0, w, y, inv, _) in self.samples.items():
+        for name, sm in self.samples.items():
             o = outs[name]
-            pred = (1.0 - w) * o[i0, j] + w * o[i0 + 1, j]
-            d = pred - y
+            d = (1.0 - sm.w) * o[sm.i0, sm.seg] + sm.w * o[sm.i0 + 1, sm.seg] - sm.y
             if name == "yaw":
                 d = torch.atan2(torch.sin(d), torch.cos(d))
-            res[name] = d * inv
+            res[name] = d * sm.inv
         return res
 
 
@@ -449,7 +456,7 @@ def fit(logs, spec: VehicleSpec, powertrain: PowertrainParams, fields, config: F
     with torch.no_grad():
         cost, res1 = loss_at(th, anchors)
     values = [float(f.value(th[i])) for i, f in enumerate(fl)]
-    sd, corr, unid = _uncertainty(fl, th, values, anchors, loss_at, probs, cfg, count, res1)
+    sd, corr, unid = _uncertainty(fl, th, values, anchors, loss_at, cfg, res1)
     spec1, pt1 = apply(fl, values, spec, powertrain)
     rms, residuals = {}, {}
     for pr, r0, r1 in zip(probs, res0, res1):
@@ -461,7 +468,7 @@ def fit(logs, spec: VehicleSpec, powertrain: PowertrainParams, fields, config: F
             b = r1[name].numpy() * scale
             rms[pr.log.name][name] = (float(np.sqrt(np.mean(a * a))), float(np.sqrt(np.mean(b * b))))
             full = np.full(pr.log.time.shape, np.nan)
-            full[pr.samples[name][5]] = b
+            full[pr.samples[name].rows] = b
             residuals[pr.log.name][name] = full
     keys = [_key(f) for f in fl]
     return FitResult(spec=spec1, powertrain=pt1.as_numbers(), fields=fl, values=dict(zip(keys, values)),
@@ -505,7 +512,7 @@ def _whitening(fl, th: torch.Tensor, J: torch.Tensor, count: int) -> torch.Tenso
     return torch.linalg.inv(L).T
 
 
-def _uncertainty(fl, th, values, anchors, loss_at, probs, cfg, count, res):
+def _uncertainty(fl, th, values, anchors, loss_at, cfg, res):
     """``(sd list, correlation (k, k), unidentified dict)`` from the Gauss-Newton covariance."""
     k = len(fl)
     Jt = _jacobian(th, anchors, loss_at)
@@ -605,7 +612,7 @@ def excitation(duration: float = 20.0, rate: float = 100.0) -> tuple[np.ndarray,
     n = int(round(duration * rate)) + 1
     t = np.arange(n) / rate
     f = t / duration  # the programme's phase, 0..1
-    throttle = np.where(f < 0.3, 1.0, np.where(f < 0.7, 0.5, np.where(f < 0.8, 0.0, np.where(f < 0.9, 0.0, 0.6))))
+    throttle = np.where(f < 0.3, 1.0, np.where(f < 0.7, 0.5, np.where(f < 0.9, 0.0, 0.6)))  # brake, coast: 0
     brake = np.where((f >= 0.7) & (f < 0.8), 0.5, 0.0)
     phase = np.clip((f - 0.3) / 0.4, 0.0, 1.0)
     sweep = 0.25 * np.sin(2 * np.pi * (0.2 + 0.6 * phase) * (t - 0.3 * duration)) * ((f >= 0.3) & (f < 0.7))
