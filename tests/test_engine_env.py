@@ -161,6 +161,17 @@ def test_single_env_is_a_vector_row_on_the_numba_engine():
         assert np.array_equal(o, vo[2]) and r == vr[2]
 
 
+def test_the_powertrain_state_of_a_car_without_one_stays_as_reset():
+    # the kernel swapped its powertrain buffers on every substep, driver or not, and wrote back
+    # uninitialised memory (a NaN among it) as the state of a car that has no powertrain (CI, stop 52)
+    v = Dyn4VectorEnv(num_envs=2)
+    v.reset(seed=0)
+    pt = v.runner.state.pt.copy()
+    for k in range(1, 4):  # odd and even numbers of steps
+        v.step(np.zeros((2, 2), dtype=np.float32))
+        assert np.array_equal(v.runner.state.pt, pt), k
+
+
 def test_a_custom_term_sees_the_same_clock_on_both_engines():
     """``StepContext``'s ``elapsed``, ``control_dt``, ``time_budget`` and ``pace`` as the kernel's
     ``time``, ``late`` and ``schedule`` terms use them, on both engines, through resets."""

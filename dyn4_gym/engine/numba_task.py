@@ -392,7 +392,8 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
             if finite:  # else cur stays, and so does its ground in W
                 dx, dy = nxt[S.X] - cur[S.X], nxt[S.Y] - cur[S.Y]
                 cur, nxt = nxt, cur
-                scur, snxt = snxt, scur
+                if driver:  # snxt is written only by the driver's substep; swapping it otherwise keeps garbage
+                    scur, snxt = snxt, scur
                 advance_ground(W)
             else:
                 dx = dy = 0.0
