@@ -14,7 +14,13 @@ and measured on the held-out ones.
   grid over its scale of the target speed. Metric: litres per 100 km at arrival within the time
   budget (a course not finished in time counts as infinitely thirsty). The eco target's bar.
 - ``eco_coast``: the same, coasting the course's last metres; a grid over the speed's scale and
-  the distance coasted. The same metric: the stronger classical bar on the eco task.
+  the distance coasted. The same metric.
+- ``eco_plan`` (dyn4_gym/agents/eco_plan.py; issue 44): the strongest classical eco driver here,
+  a least-fuel speed plan per course by dynamic programming over the course's heights and the
+  powertrain's steady fuel map, tracked on the observation; a grid over the plan's margin on the
+  budget, the speed loop's gain and its look-ahead. The same metric.
+- ``eco_v2_coast``, ``eco_v2_plan``: the same two drivers and grids on ``Dyn4HumveeEco-v2`` (the
+  grade force on: climbing costs the drive).
 
 Each setting drives ``VALIDATION_SEEDS``; the one that finishes most courses, then has the
 lowest IQM metric, wins. Then that setting alone drives ``EVAL_SEEDS``, which tuning never saw.
@@ -25,11 +31,15 @@ Prints the metric (IQM with its 95 % bootstrap interval) and writes everything a
     python benchmarks/baselines.py race_v1_line [--out docs/race_v1_line_baseline.json]
     python benchmarks/baselines.py eco [--out docs/eco_baseline.json]
     python benchmarks/baselines.py eco_coast [--out docs/eco_coast_baseline.json]
+    python benchmarks/baselines.py eco_plan [--out docs/eco_plan_baseline.json]
+    python benchmarks/baselines.py eco_v2_coast [--out docs/eco_v2_coast_baseline.json]
+    python benchmarks/baselines.py eco_v2_plan [--out docs/eco_v2_plan_baseline.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import itertools
 import json
@@ -37,8 +47,9 @@ import time
 
 import numpy as np
 
-from dyn4_gym import RACE, RACE_V1, cli
+from dyn4_gym import ECO_CLOCK, ECO_V2, GRADE_FORCE, RACE, RACE_V1, cli
 from dyn4_gym.agents.eco import run_eco_baseline
+from dyn4_gym.agents.eco_plan import EcoPlanParams, run_eco_plan
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, VALIDATION_SEEDS
 from dyn4_gym.agents.race import RaceProfileParams, RacingLineParams, run_race_baseline
 from dyn4_gym.agents.stats import bootstrap_ci, iqm
@@ -61,19 +72,41 @@ def _race_lines(seeds, settings, task):
             for i in range(len(settings))]
 
 
-# the racing line's tuning tasks and the race each runs on (their grids run as one batch)
+def _eco_extra(r) -> tuple:
+    return r.in_budget, r.counted, dict(arrival=r.arrival.tolist(), litres_per_100km=r.litres_per_100km.tolist())
+
+
+def _eco_plans(seeds, settings, task):
+    """Every setting of the eco plan's grid in one batch on the eco ``task`` (a row per setting
+    and course), each setting's (in budget, counted litres, extra)."""
+    n = len(seeds)
+    r, _ = run_eco_plan(list(seeds) * len(settings), params=[EcoPlanParams(**st) for st in settings for _ in seeds],
+                        task=task)
+    rows = [slice(i * n, (i + 1) * n) for i in range(len(settings))]
+    return [_eco_extra(dataclasses.replace(r, arrival=r.arrival[i], litres_per_100km=r.litres_per_100km[i],
+                                           returns=r.returns[i])) for i in rows]
+
+
+# the tasks whose grids run as one batch (the torch harness's cost is per step, not per row), and
+# the task each runs on
 LINE_TASKS = {"race_line": RACE, "race_v1_line": RACE_V1}
-GRID_RUNNERS = {name: functools.partial(_race_lines, task=race) for name, race in LINE_TASKS.items()}
+PLAN_TASKS = {"eco_plan": ECO_CLOCK, "eco_v2_plan": ECO_V2}
+GRID_RUNNERS = {**{name: functools.partial(_race_lines, task=race) for name, race in LINE_TASKS.items()},
+                **{name: functools.partial(_eco_plans, task=eco) for name, eco in PLAN_TASKS.items()}}
 
 
-def _race_line_on(name: str):
-    """A one-setting runner for the racing line's task ``name``."""
+def _one_setting(name: str):
+    """A one-setting runner for the batched task ``name``."""
     return lambda seeds, **setting: GRID_RUNNERS[name](seeds, [setting])[0]
 
 
-def _eco(seeds, speed_scale, coast_m=None):
-    r = run_eco_baseline(seeds, speed_scale=speed_scale, coast_m=coast_m)
-    return r.in_budget, r.counted, dict(arrival=r.arrival.tolist(), litres_per_100km=r.litres_per_100km.tolist())
+def _eco(seeds, speed_scale, coast_m=None, env_kwargs=None):
+    return _eco_extra(run_eco_baseline(seeds, speed_scale=speed_scale, coast_m=coast_m, env_kwargs=env_kwargs))
+
+
+COAST_GRID = {"speed_scale": (0.95, 1.0, 1.05, 1.1), "coast_m": (25.0, 50.0, 75.0, 100.0)}
+# the eco plan's grid, 16 settings as cruise-and-coast's, written down before it ran
+PLAN_GRID = {"margin": (0.5, 1.0, 1.5, 2.0), "speed_gain": (0.15, 0.3), "lead": (0.5, 1.0)}
 
 
 # task -> (id, method, metric name, its unit, runner, the settings' grid as {name: values})
@@ -83,16 +116,22 @@ TASKS = {
     # the strongest classical race driver (issue 44): 24 settings, six times each learner's
     # equal-budget sweep (docs/sweeps.md: 4 each), written down before it ran
     "race_line": ("Dyn4HumveeRace-v0", "min-curvature racing line + min-time profile + pure pursuit", "time", "s",
-                  _race_line_on("race_line"), {"margin": (0.8, 0.85, 0.9, 0.95), "safety": (0.75, 1.25, 1.75),
+                  _one_setting("race_line"), {"margin": (0.8, 0.85, 0.9, 0.95), "safety": (0.75, 1.25, 1.75),
                                "lookahead_gain": (0.4, 0.7)}),
     # the same driver and grid on the race where cornering decides (issue 44)
     "race_v1_line": ("Dyn4HumveeRace-v1", "min-curvature racing line + min-time profile + pure pursuit", "time", "s",
-                     _race_line_on("race_v1_line"), {"margin": (0.8, 0.85, 0.9, 0.95), "safety": (0.75, 1.25, 1.75),
+                     _one_setting("race_v1_line"), {"margin": (0.8, 0.85, 0.9, 0.95), "safety": (0.75, 1.25, 1.75),
                                      "lookahead_gain": (0.4, 0.7)}),
     "eco": ("Dyn4HumveeEco-v1", "constant-speed pure pursuit (pedals)", "litres_per_100km", "L/100 km", _eco,
             {"speed_scale": (0.9, 0.95, 1.0)}),
     "eco_coast": ("Dyn4HumveeEco-v1", "cruise-and-coast pure pursuit (pedals)", "litres_per_100km", "L/100 km", _eco,
-                  {"speed_scale": (0.95, 1.0, 1.05, 1.1), "coast_m": (25.0, 50.0, 75.0, 100.0)}),
+                  COAST_GRID),
+    "eco_plan": ("Dyn4HumveeEco-v1", "least-fuel DP speed plan + tracker (pedals)", "litres_per_100km", "L/100 km",
+                 _one_setting("eco_plan"), PLAN_GRID),
+    "eco_v2_coast": ("Dyn4HumveeEco-v2", "cruise-and-coast pure pursuit (pedals)", "litres_per_100km", "L/100 km",
+                     functools.partial(_eco, env_kwargs=GRADE_FORCE), COAST_GRID),
+    "eco_v2_plan": ("Dyn4HumveeEco-v2", "least-fuel DP speed plan + tracker (pedals)", "litres_per_100km", "L/100 km",
+                    _one_setting("eco_v2_plan"), PLAN_GRID),
 }
 
 

@@ -160,6 +160,24 @@ def test_the_baselines_benchmark_tunes_on_validation_and_measures_held_out(tmp_p
 
 
 @pytest.mark.slow
+def test_the_eco_plan_grid_runs_as_one_batch_and_each_setting_as_alone(tmp_path, load_script):
+    """benchmarks/baselines.py eco_v2_plan: the grid's settings drive as rows of one batch, and
+    each setting's figures are those of the setting run by itself (dyn4_gym.agents.eco_plan)."""
+    from dyn4_gym import ECO_V2
+    from dyn4_gym.agents.eco_plan import EcoPlanParams, run_eco_plan
+    from dyn4_gym.agents.evaluation import VALIDATION_SEEDS
+
+    bl = load_script("benchmarks/baselines.py")
+    res = bl.main(["eco_v2_plan", "--validation", "2", "--eval", "1", "--grid", '{"margin": [0.5, 2.0], "lead": [0.5]}'])
+    assert [t["margin"] for t in res["tuning"]] == [0.5, 2.0] and res["task"] == "Dyn4HumveeEco-v2"
+    alone, _ = run_eco_plan(VALIDATION_SEEDS[:2], params=EcoPlanParams(margin=2.0, lead=0.5), task=ECO_V2)
+    assert res["tuning"][1]["litres_per_100km"] == alone.litres_per_100km.tolist()
+    assert res["tuning"][1]["arrival"] == alone.arrival.tolist()
+    early, late = res["tuning"][1]["arrival"], res["tuning"][0]["arrival"]
+    assert all(a < b for a, b in zip(early, late))  # a wider margin arrives earlier
+
+
+@pytest.mark.slow
 def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(tmp_path, capsys, load_script,
                                                                                  monkeypatch):
     """benchmarks/learning.py on the race and eco tasks at a tiny budget: every evaluation row
@@ -197,11 +215,11 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
         assert set(s["methods"]) == {"shac", "ppo"} and s["target"]["met"] is False  # nothing learns in 4k steps
         assert set(s["target"]["methods"]) == {"shac", "ppo"}
         assert "shac_vs_ppo" in s and s["methods"]["ppo"]["curve"][0]["env_steps"] == 0
-    # both tasks report their strongest classical driver (issue 44: the racing line, cruise and
-    # coast) and every learner against both bars, paired on the same courses, with intervals
+    # both tasks report their strongest classical driver (issue 44: the racing line, the eco
+    # speed plan) and every learner against both bars, paired on the same courses, with intervals
     strong, base = summary["eco"]["strong_baseline"], summary["eco"]["baseline"]
-    assert strong["counted"] == 1.0 and strong["iqm"] < 0.92 * base["iqm"]  # measured 9.8 against 11.4
-    assert summary["eco"]["strong_baseline"]["name"] == "cruise and coast"
+    assert strong["counted"] == 1.0 and strong["iqm"] < 0.92 * base["iqm"]  # measured 9.6 against 11.4
+    assert summary["eco"]["strong_baseline"]["name"] == "eco speed plan"
     race_line, race_base = summary["race"]["strong_baseline"], summary["race"]["baseline"]
     assert race_line["name"] == "racing line" and race_line["counted"] == 1.0 and race_line["iqm"] < race_base["iqm"]
     assert race_base["cap"] == 60.0 and race_base["penalised_mean"] == pytest.approx(race_base["iqm"], rel=0.1)
@@ -233,7 +251,7 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     assert sorted(tuple(m["run"]) for m in docs_machines) == sorted({lb.run_key(r) for r in rows})
     printed = capsys.readouterr().out
     assert "Dyn4HumveeRace-v0: time to finish" in printed and "L/100 km" in printed and "missed" in printed
-    assert "against the cruise and coast" in printed and "against the racing line" in printed
+    assert "against the eco speed plan" in printed and "against the racing line" in printed
     # a report of one task leaves the other out (and merges only its own entry into --docs, where
     # the plot of both tasks stays)
     both = (docs / "limits.png").read_bytes()
