@@ -234,6 +234,44 @@ def test_a_custom_term_sees_every_context_field_alike_on_both_engines():
             assert _rel(x, y) < 1e-9, (k, a[k], b[k])
 
 
+@pytest.mark.parametrize("engine", ["numba", "torch"])
+def test_a_custom_term_reads_the_plant_state_by_name(engine):
+    """``StepContext.state`` is the plant's state at the step's end (issue 47: yaw rate, ``vy``
+    and the pose by name): the term's ``yaw_rate`` is the info's, its pose the env's state, a
+    wrong name is an error that lists the names, and a write into the state is refused."""
+    from dyn4_gym.model.state import DYN4
+
+    seen = []
+
+    def _named(ctx):
+        seen.append(torch.stack([ctx.x, ctx.y, ctx.yaw, ctx.vy, ctx.yaw_rate, ctx.var("thetad")], -1).detach().clone())
+        return ctx.yaw_rate
+
+    kw = dict(dtype="float64", reward_terms=(RewardTerm("yaw_rate_term", _named),),
+              reward_weights={"yaw_rate_term": 1.0})
+    env = Dyn4VectorEnv(num_envs=2, engine=engine, **kw)
+    env.reset(seed=5)
+    for _ in range(15):
+        _, _, _, _, info = env.step(np.tile([[0.4, 0.5]], (2, 1)))
+    x = torch.as_tensor(env.runner.state.x if engine == "numba" else env.runner.state.x.detach())
+    want = x[:, [DYN4.X, DYN4.Y, DYN4.PSI, DYN4.VY, DYN4.R, DYN4.THETAD]].to(torch.float64)
+    assert torch.equal(seen[-1], want) and (want[:, 4].abs() > 0.1).all()  # turning: a yaw rate to read
+    assert np.array_equal(np.asarray(info["reward_terms"]["yaw_rate_term"]), want[:, 4].numpy())
+
+    def _bad(ctx):
+        return ctx.var("yaw_rate")
+
+    def _writer(ctx):
+        ctx.state[:, DYN4.VX] = 0.0
+        return ctx.progress
+
+    for fn, match in ((_bad, "no plant state named 'yaw_rate'.*psi"), (_writer, r"wrote into its context \(state\)")):
+        env = Dyn4VectorEnv(num_envs=2, engine=engine, reward_terms=(RewardTerm("t", fn),), reward_weights={"t": 1.0})
+        env.reset(seed=5)
+        with pytest.raises(ValueError, match=match):
+            env.step(np.zeros((2, 2)))
+
+
 def test_custom_reward_terms_run_after_the_kernel():
     def _lateral(ctx):
         return -ctx.cross_track.abs() * ctx.speed

@@ -395,7 +395,7 @@ class TaskCore:
                            pitch_rate=x[:, DYN4.THETAD], failed=failed, success=success,
                            progress_cap=self.progress_cap(target_speed), control_dt=dt,
                            elapsed=t.to(progress.dtype) * dt, time_budget=self.cfg.budget, s=s, s_start=s_start,
-                           goal=goal_arc(self.cfg.course), pace=self.cfg.pace)
+                           goal=goal_arc(self.cfg.course), pace=self.cfg.pace, state=x)
 
     def progress_cap(self, target_speed: torch.Tensor) -> torch.Tensor:
         """``(B,)`` [m]: the most progress one step is paid for (inf when ``progress_cap`` is None)."""

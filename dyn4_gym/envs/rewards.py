@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 
 from .._checks import ConfigError, check_range
+from ..model.state import DYN4, DYN4_NAMES
 from ..model.task import DEFAULT_WEIGHTS as MODEL_WEIGHTS, REWARD_TERM_TABLE
 
 MAX_WEIGHT = 1e4  # a weight's bound: keeps every weighted term of a finite step finite
@@ -54,6 +55,44 @@ class StepContext:
     s_start: torch.Tensor | float = 0.0  # [m] arc length at the step's start
     goal: float = math.inf  # [m] the arc length that finishes the course (course.goal_arc)
     pace: float = math.inf  # [s] when the schedule's uniform pace reaches the goal (EnvConfig.pace; inf: no budget)
+    # (B, 14) the plant's state at the step's end in the seeds' layout (model/state.py, DYN4); read
+    # it by name: ctx.var("r"), or the properties below
+    state: torch.Tensor | None = None
+
+    def var(self, name: str) -> torch.Tensor:
+        """The plant state's entry ``name`` (one of ``DYN4_NAMES``: x, y, psi, vx, vy, r, z, phi,
+        theta, zd, phid, thetad, delta, a; units as docs/plant.md) at the step's end, ``(B,)``."""
+        if self.state is None:
+            raise ValueError("this StepContext carries no plant state (state=None)")
+        if name not in DYN4_NAMES:
+            raise ValueError(f"no plant state named {name!r}; the names are {', '.join(DYN4_NAMES)}")
+        return self.state[:, DYN4[name.upper()]]
+
+    @property
+    def x(self) -> torch.Tensor:
+        """[m] world X of the CG's ground projection at the step's end."""
+        return self.var("x")
+
+    @property
+    def y(self) -> torch.Tensor:
+        """[m] world Y of the CG's ground projection at the step's end."""
+        return self.var("y")
+
+    @property
+    def yaw(self) -> torch.Tensor:
+        """[rad] yaw psi, counter-clockwise from +X, as the plant integrates it (not wrapped), at the
+        step's end."""
+        return self.var("psi")
+
+    @property
+    def vy(self) -> torch.Tensor:
+        """[m/s] lateral speed, body frame (y left), at the step's end."""
+        return self.var("vy")
+
+    @property
+    def yaw_rate(self) -> torch.Tensor:
+        """[rad/s] yaw rate r (counter-clockwise +) at the step's end."""
+        return self.var("r")
 
 
 @dataclass(frozen=True)
