@@ -27,6 +27,7 @@ def parse_args(argv=None):
 @cli.script
 def main(argv=None):
     args = parse_args(argv)
+    cli.require("matplotlib", "evaluate.py's plot")
     from dyn4_gym.agents.evaluation import evaluate
     from dyn4_gym.agents.loading import load_fitting_policy
 

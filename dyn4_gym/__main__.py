@@ -78,7 +78,7 @@ def parse_args(argv=None):
 def main(argv=None) -> dict:
     args = parse_args(argv)
 
-    import matplotlib
+    matplotlib = cli.require("matplotlib", "the main job's plot")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -206,6 +206,7 @@ def parse_args(argv=None):
 @cli.script
 def main(argv=None) -> None:
     args = parse_args(argv)
+    cli.require("matplotlib", "the demo's plots")  # before the minutes of manoeuvres, not after
     run(args.out, args.quick)
 
 

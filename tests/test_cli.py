@@ -168,3 +168,38 @@ def test_strict_json_is_written(tmp_path):
     write_json(str(tmp_path / "x.json"), {"a": float("nan"), "b": [1.0, float("inf")], "c": 2})
     text = (tmp_path / "x.json").read_text()
     assert json.loads(text) == {"a": None, "b": [1.0, None], "c": 2} and "NaN" not in text
+
+
+@pytest.mark.parametrize("module, argv", [("dyn4_gym.__main__", ["--out", "OUT"]), ("dyn4_gym.demo", ["--out", "OUT"]),
+                                          ("dyn4_gym.fit.__main__", ["--chrono", "steer", "--fields", "steer_lag", "--out", "OUT"])])
+def test_a_missing_plot_extra_stops_a_command_at_once_in_one_line(module, argv, monkeypatch, capsys, tmp_path):
+    """Without matplotlib the package's commands end before any work, in one line naming the extra
+    to install (issue 47: the demo used to end in a raw ModuleNotFoundError after 73 s)."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    for name in ("run", "train_and_compare", "fit", "_load"):  # the work: never reached
+        if hasattr(mod, name):
+            monkeypatch.setattr(mod, name, lambda *a, **k: pytest.fail("the work started"))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib: ImportError
+    with pytest.raises(SystemExit) as e:
+        mod.main([str(tmp_path / "out") if a == "OUT" else a for a in argv])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.strip().count("\n") == 0, err
+    assert 'pip install "dyn4-gym[plot]"' in err and "needs matplotlib" in err
+
+
+def test_a_missing_extra_in_library_code_is_an_import_error_naming_it(monkeypatch):
+    import gymnasium as gym
+
+    import dyn4_gym  # noqa: F401
+    from dyn4_gym import cli
+
+    monkeypatch.setitem(sys.modules, "pygame", None)
+    with pytest.raises(ImportError, match=r"rendering needs pygame.*dyn4-gym\[render\]"):
+        gym.make("Dyn4Humvee-v1", render_mode="rgb_array")
+    monkeypatch.setitem(sys.modules, "yaml", None)
+    with pytest.raises(cli.MissingExtra, match=r"dyn4-gym\[sb3\]"):
+        dyn4_gym.envs.EnvConfig.from_yaml(__file__)
+    with pytest.raises(KeyError, match="no extra installs"):
+        cli.require("numpy_not_an_extra", "a test")

@@ -16,7 +16,9 @@ _ZOO_KEYS = {"n_envs", "n_timesteps", "policy", "normalize", "env_kwargs", "poli
 def load_zoo_config(path: str, env_id: str = "Dyn4Humvee-v1", parse: bool = True) -> dict:
     """The hyperparameters for ``env_id`` in an RL Zoo 3 YAML file, with ``policy_kwargs`` and
     ``normalize`` evaluated (:func:`parse_zoo_values`; ``parse=False`` keeps RL Zoo's strings)."""
-    import yaml
+    from .. import cli
+
+    yaml = cli.require("yaml", "reading an RL Zoo config")
 
     with open(path) as fh:
         data = yaml.safe_load(fh) or {}
@@ -155,7 +157,9 @@ def sb3_policy(model_path: str, vecnormalize: str | None = None):
     import sys
     import warnings
 
-    import stable_baselines3 as sb3
+    from .. import cli
+
+    sb3 = cli.require("stable_baselines3", "loading a Stable-Baselines3 model")
 
     from .shac import CheckpointError, _why
 

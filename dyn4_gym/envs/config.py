@@ -244,8 +244,10 @@ class EnvConfig:
 
     @classmethod
     def from_yaml(cls, file) -> "EnvConfig":
-        """Load a YAML mapping (needs PyYAML) of overrides."""
-        import yaml
+        """Load a YAML mapping (needs PyYAML: the ``sb3`` extra) of overrides."""
+        from .. import cli
+
+        yaml = cli.require("yaml", "EnvConfig.from_yaml")
 
         with open(file) as fh:
             data = yaml.safe_load(fh) or {}

@@ -26,13 +26,11 @@ GROUND_CELL = 0.5  # [m] the ground is sampled once an episode on this grid, the
 
 
 def import_pygame():
-    """pygame, or an ``ImportError`` that says how to install it."""
+    """pygame, or an ``ImportError`` (:class:`dyn4_gym.cli.MissingExtra`) naming the extra."""
+    from .. import cli
+
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-    try:
-        import pygame
-    except ImportError:
-        raise ImportError("rendering needs pygame: pip install 'dyn4-gym[render]' (or pip install pygame)") from None
-    return pygame
+    return cli.require("pygame", "rendering")
 
 
 def check_render_mode(render_mode, modes) -> None:

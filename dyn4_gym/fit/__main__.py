@@ -115,6 +115,7 @@ def _plot(path, rows, start, fitted, mu):
 @cli.script
 def main(argv=None):
     args = parse_args(argv)
+    cli.require("matplotlib", "the fit's plot")
     logs = _load(args.logs, args.chrono)
     checks = _load(args.check, args.check_chrono)
     spec, pt = PRESETS[args.preset]
