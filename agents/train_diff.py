@@ -5,6 +5,7 @@ final evaluation against the classical controller.
     python agents/train_diff.py --no-critic ...      # the truncated-BPTT ablation
     python agents/train_diff.py --help               # every SHACConfig field is a flag
     python agents/train_diff.py --resume runs/diff/model.pt --env-steps 400000   # continue to 400k
+    python agents/train_diff.py --env-id Dyn4HumveeRace-v0 --out runs/diff_race   # a registered task
 
 A run's folder holds one run: an --out that already holds this script's files is refused unless
 the run resumes (--resume) or --overwrite replaces them (only this script's files go). Every
@@ -27,6 +28,8 @@ def parse_args(argv=None):
                     help="train until this many env steps in all (the same result on every machine)")
     ap.add_argument("--seconds", type=cli.positive_float, default=None, help="also stop after this wall-clock time")
     ap.add_argument("--iterations", type=cli.positive_int, default=None, help="also stop after this many iterations")
+    ap.add_env_id(help="the task to train on, as registered (--env-kwargs over it; default Dyn4Humvee-v1's "
+                       "defaults); the checkpoint keeps its keyword arguments")
     ap.add_env_kwargs()
     ap.add_argument("--resume", default=None, help="a saved model.pt to continue from")
     ap.add_argument("--eval-seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=8)
@@ -59,7 +62,7 @@ def main(argv=None):
     if args.resume:
         agent = SHAC.load(args.resume)
     else:
-        agent = SHAC(args.config, args.env_kwargs)
+        agent = SHAC(args.config, cli.env_kwargs_of(args))
     if args.overwrite:  # the old run's files go, the folder's other files stay
         for f in run_files(args.out):
             path = os.path.join(args.out, f)

@@ -5,8 +5,13 @@ the model.
 
     python agents/train_sb3.py --algo ppo --config configs/ppo.yml --out runs/ppo
     python agents/evaluate.py --policy runs/ppo/model.zip
+    python agents/train_sb3.py --algo sac --env-id Dyn4HumveeRace-v0 --out runs/sac_race
+
+``--env-id`` picks the task (its registered keyword arguments) and the config's section of the
+same name; run.json records it, and evaluate.py reads it back.
 """
 
+import argparse
 import importlib.util
 import os
 import shutil
@@ -25,8 +30,10 @@ def parse_args(argv=None):
     ap.add_argument("--algo", choices=("ppo", "sac"), default="ppo")
     ap.add_argument("--config", default=None, help="RL Zoo YAML (default configs/<algo>.yml)")
     ap.add_argument("--timesteps", type=cli.float_in(1.0, 1e12), default=None, help="override n_timesteps")
+    ap.add_env_id(help="the task to train on (default Dyn4Humvee-v1): its registered keyword arguments, and the "
+                       "config's section of that name")
     ap.add_argument("--env-kwargs", type=cli.json_object, default={},
-                    help="JSON of Dyn4Humvee-v1 keyword arguments (merged over the config's)")
+                    help="JSON of env keyword arguments (merged over the config's and the id's)")
     ap.add_argument("--seed", type=cli.int_in(0, 2**32 - 1), default=0)
     ap.add_argument("--eval-freq", type=cli.positive_int, default=10_000, help="env steps between evaluations")
     ap.add_argument("--eval-episodes", type=cli.int_in(1, 1024), default=8)
@@ -34,11 +41,13 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     args.config = args.config or os.path.join(os.path.dirname(__file__), "..", "configs", f"{args.algo}.yml")
     ap.check_file("--config", args.config)
+    section = args.env_id or "Dyn4Humvee-v1"
     try:
-        args.run, args.algo_kwargs = split_hyperparams(load_zoo_config(args.config))
+        args.run, args.algo_kwargs = split_hyperparams(load_zoo_config(args.config, section))
     except Exception as exc:  # a YAML that is not an RL Zoo config for this env
         ap.fail("--config", f"{args.config}: {' '.join(str(exc).split())[:200]}")
-    args.env_kwargs = {**args.run.get("env_kwargs", {}), **args.env_kwargs}
+    args.env_kwargs = cli.env_kwargs_of(argparse.Namespace(
+        env_id=args.env_id, env_kwargs={**args.run.get("env_kwargs", {}), **args.env_kwargs}))
     ap.check_env_kwargs("--env-kwargs", args.env_kwargs)
     args.out = args.out or os.path.join("runs", args.algo)
     ap.check_output("--out", args.out)
@@ -54,8 +63,8 @@ def main(argv=None):
     out = args.out
     os.makedirs(out, exist_ok=True)
     shutil.copy(config, os.path.join(out, "config.yml"))
-    cli.write_json(os.path.join(out, "run.json"), dict(algo=args.algo, env_kwargs=env_kwargs, n_envs=n_envs,
-                                                        timesteps=timesteps, seed=args.seed), indent=1)
+    cli.write_json(os.path.join(out, "run.json"), dict(algo=args.algo, env_id=args.env_id, env_kwargs=env_kwargs,
+                                                        n_envs=n_envs, timesteps=timesteps, seed=args.seed), indent=1)
 
     env = VecMonitor(Dyn4SB3VecEnv(num_envs=n_envs, **env_kwargs))
     eval_env = VecMonitor(Dyn4SB3VecEnv(num_envs=min(n_envs, args.eval_episodes), **env_kwargs))

@@ -150,23 +150,18 @@ def base_config(trainer: str, env_id: str = DEFAULT_ID) -> dict:
 
 def trial_env_kwargs(env_id: str | None, env_kwargs: dict | None) -> dict:
     """The trials' env keyword arguments: ``env_id``'s registered ones (none for ``None``) with
-    ``env_kwargs`` over them, key by key, and ``reward_weights`` term by term (where
-    ``gym.make(env_id, reward_weights=...)`` would replace the id's weights, and the terms left
-    out would fall back to v1's defaults): ``{"reward_weights": {"schedule": 5.0}}`` changes one
-    weight of the id's task, as the learning benchmark builds the learners' training envs."""
+    ``env_kwargs`` over them, the nested tables key by key (:func:`dyn4_gym.envs.ids.id_kwargs`;
+    where ``gym.make(env_id, reward_weights=...)`` would replace the id's weights, and the terms
+    left out would fall back to v1's defaults): ``{"reward_weights": {"schedule": 5.0}}`` changes
+    one weight of the id's task, as the learning benchmark builds the learners' training envs."""
     if env_id is None:
         return dict(env_kwargs or {})
-    import gymnasium as gym
+    from dyn4_gym.envs.ids import id_kwargs
 
-    import dyn4_gym  # noqa: F401  (registers the ids)
-
-    spec = gym.spec(env_id)
-    if not spec.entry_point.startswith("dyn4_gym."):
-        raise ValueError(f"--env-id must be a dyn4_gym id, got {env_id!r}")
-    out = {**spec.kwargs, **(env_kwargs or {})}
-    if isinstance(spec.kwargs.get("reward_weights"), dict) and isinstance(out.get("reward_weights"), dict):
-        out["reward_weights"] = {**spec.kwargs["reward_weights"], **out["reward_weights"]}
-    return out
+    try:
+        return id_kwargs(env_id, env_kwargs)
+    except ValueError as exc:
+        raise ValueError(f"--env-id: {exc}") from None
 
 
 def task_of(env_id: str | None) -> dict:

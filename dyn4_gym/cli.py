@@ -60,6 +60,18 @@ def require(module: str, purpose: str):
                            f"pip install \"dyn4-gym[{EXTRAS[top]}]\"") from None
 
 
+def env_kwargs_of(ns) -> dict:
+    """The env keyword arguments parsed flags give: ``--env-id``'s registered ones (where the
+    script has the flag and it is given) with ``--env-kwargs`` over them, the nested tables key by
+    key (:func:`dyn4_gym.envs.ids.id_kwargs`), else ``--env-kwargs`` alone."""
+    kwargs = dict(getattr(ns, "env_kwargs", None) or {})
+    if getattr(ns, "env_id", None) is None:
+        return kwargs
+    from .envs.ids import id_kwargs
+
+    return id_kwargs(ns.env_id, kwargs)
+
+
 def one_line(text: str) -> str:
     """``text`` on one line: whitespace runs become one space, other unprintable characters
     (a path may hold any) their escapes."""
@@ -89,9 +101,24 @@ class Parser(argparse.ArgumentParser):
         return ns
 
     def add_env_kwargs(self, help: str = "JSON of Dyn4Humvee-v1 keyword arguments") -> None:
-        """``--env-kwargs``: a strict JSON object the env takes (checked with ``EnvConfig``)."""
+        """``--env-kwargs``: a strict JSON object the env takes (checked with ``EnvConfig``; over
+        ``--env-id``'s, where the script has that flag and it is given)."""
         self.add_argument("--env-kwargs", type=json_object, default={}, help=help)
-        self._checks.append(lambda ns: self.check_env_kwargs("--env-kwargs", ns.env_kwargs))
+        self._checks.append(lambda ns: self.check_env_kwargs("--env-kwargs", env_kwargs_of(ns)))
+
+    def add_env_id(self, help: str = "a dyn4_gym task id (its registered keyword arguments; --env-kwargs over "
+                                     "them, the nested tables key by key)") -> None:
+        """``--env-id``: a registered dyn4_gym id, or None. Add it before ``--env-kwargs``, whose
+        check then takes the id's keyword arguments under them (:func:`env_kwargs_of`)."""
+        self.add_argument("--env-id", default=None, help=help)
+        self._checks.append(lambda ns: ns.env_id is None or self.check_env_id("--env-id", ns.env_id))
+
+    def check_env_id(self, flag: str, env_id: str) -> None:
+        """``env_id`` is a registered dyn4_gym id (the message lists them)."""
+        from .envs.ids import env_ids
+
+        if env_id not in env_ids():
+            self.fail(flag, f"{env_id!r} is not a dyn4_gym id; the ids are {', '.join(env_ids())}")
 
     def add_policy(self, help: str = "'classical', a differentiable-trainer model (.pt) or an SB3 model (.zip)") -> None:
         """``--policy``: ``classical`` or a file that exists."""

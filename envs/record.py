@@ -78,6 +78,8 @@ def parse_args(argv=None):
     ap.add_argument("--fps", type=cli.int_in(1, 1000), default=None, help="frames per second (default: the env's 20)")
     ap.add_argument("--every", type=cli.int_in(1, 10**6), default=1, help="GIF: keep every n-th frame")
     ap.add_argument("--scale", type=cli.float_in(0.01, 10.0), default=1.0, help="GIF: scale the frames (0.5: half size)")
+    ap.add_env_id(help="the task to drive, as registered (--env-kwargs over it; default: the one the model was "
+                       "trained on where its files say)")
     ap.add_env_kwargs()
     args = ap.parse_args(argv)
     if not args.out.endswith((".mp4", ".gif")):
@@ -90,7 +92,7 @@ def main(argv=None):
     args = parse_args(argv)
     from dyn4_gym.agents.loading import load_fitting_policy
 
-    policy, name, env_kwargs = load_fitting_policy(args.policy, args.env_kwargs)
+    policy, name, env_kwargs = load_fitting_policy(args.policy, args.env_kwargs, env_id=args.env_id)
     ret, steps, info = record(policy, env_kwargs, args.out, args.seed, args.max_steps, args.fps, args.every, args.scale)
     print(f"{name}, seed {args.seed}: return {ret:.1f} over {steps} steps "
           f"({'finished the course' if info.get('success') else 'did not finish'}) -> {args.out}")

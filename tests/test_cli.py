@@ -18,18 +18,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # each script and its flags that take a value
 SCRIPTS = {
-    "agents/evaluate.py": ["--policy", "--env-kwargs", "--vecnormalize", "--seeds", "--out"],
+    "agents/evaluate.py": ["--policy", "--env-id", "--env-kwargs", "--vecnormalize", "--seeds", "--out"],
     "agents/train_diff.py": ["--env-steps", "--seconds", "--iterations", "--env-kwargs", "--resume", "--eval-seeds",
                              "--out", "--num-envs", "--horizon", "--gamma", "--actor-lr", "--hidden", "--seed",
-                             "--lr-decay-steps", "--init-log-std"],
-    "agents/train_sb3.py": ["--algo", "--config", "--timesteps", "--env-kwargs", "--seed", "--eval-freq",
+                             "--lr-decay-steps", "--init-log-std", "--env-id"],
+    "agents/train_sb3.py": ["--algo", "--config", "--timesteps", "--env-id", "--env-kwargs", "--seed", "--eval-freq",
                             "--eval-episodes", "--out"],
     "agents/train_rllib.py": ["--iterations", "--env-runners", "--envs-per-runner", "--batch", "--env-kwargs", "--out"],
     "agents/tune.py": ["--trainer", "--space", "--seeds", "--chunks", "--chunk", "--eval-seeds", "--env-id", "--env-kwargs",
                        "--metric", "--out", "--name", "--cpus-per-trial"],
     "envs/play.py": ["--seed", "--env-kwargs", "--keys", "--out"],
     "envs/preview.py": ["--seed", "--out", "--env-kwargs"],
-    "envs/record.py": ["--policy", "--out", "--seed", "--max-steps", "--fps", "--every", "--scale", "--env-kwargs"],
+    "envs/record.py": ["--policy", "--out", "--seed", "--max-steps", "--fps", "--every", "--scale", "--env-id",
+                       "--env-kwargs"],
     "benchmarks/env.py": ["--rows", "--seconds"],
     "benchmarks/learning.py": ["--tasks", "--methods", "--seeds", "--scale", "--evals", "--eval-seeds",
                                "--pareto-seeds", "--shard", "--out", "--docs"],
@@ -40,7 +41,7 @@ SCRIPTS = {
     "dyn4_gym/demo.py": ["--out"],
 }
 
-NASTY = ["0", "-1", "-5", "1e400", "nan", "inf", "-inf", "1.5", "", " ", "abc", "{}", "[]", "[1, 2]", "null",
+NASTY = ["Dyn4HumveeRace-v0", "CartPole-v1", "0", "-1", "-5", "1e400", "nan", "inf", "-inf", "1.5", "", " ", "abc", "{}", "[]", "[1, 2]", "null",
          '{"a": NaN}', '{"target_speed": -1}', '{"course": {"half_width": 1e-300}}', '{"nope": [1]}',
          "/dev/null/x", "/proc/x/y", "x.zip", "99999999999999999999999", "2/2", "0/1", "x/y", "classical"]
 VALUES = st.one_of(st.sampled_from(NASTY), st.integers(-10**6, 10**6).map(str),

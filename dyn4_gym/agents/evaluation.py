@@ -16,7 +16,8 @@ from ..envs import EnvConfig, TaskCore
 from ..envs.inputs import check_actions
 from .stats import iqm
 
-__all__ = ["EVAL_SEEDS", "VALIDATION_SEEDS", "Evaluation", "evaluate", "counted_litres", "task_metric", "task_score"]
+__all__ = ["EVAL_SEEDS", "VALIDATION_SEEDS", "Evaluation", "evaluate", "counted_litres", "task_metric", "task_score",
+           "task_figures"]
 
 EVAL_SEEDS = tuple(range(10_000, 10_016))  # held out: training draws from seeds below 10,000
 # for choosing settings (sweeps, early stopping): never the evaluation seeds, never training's
@@ -142,6 +143,23 @@ def task_metric(ev: Evaluation, time_budget: float | None) -> np.ndarray:
     if ev.litres is None:
         raise ValueError("a time budget's metric is litres per 100 km: the env needs action='driver'")
     return counted_litres(ev.arrival, ev.litres, time_budget)
+
+
+def task_figures(ev: Evaluation, time_budget: float | None) -> dict:
+    """The task's own figures as the README's tables give them, for one deterministic run over
+    its courses: the metric per course (:func:`task_metric`; ``inf`` where a course does not
+    count), the share that counts and its IQM, each with rliable's stratified bootstrap 95 %
+    interval over the courses (:func:`~.stats.bootstrap_ci`). A time budget's metric needs
+    fuel (``action="driver"``); without fuel a budget's figure is the time to finish."""
+    from .stats import bootstrap_ci, finish_rate
+
+    fuel = time_budget is not None and ev.litres is not None
+    per_course = task_metric(ev, time_budget if fuel else None)
+    return dict(metric="fuel at arrival within the budget" if fuel else "time to finish",
+                unit="L/100 km" if fuel else "s", counts="in budget" if fuel else "finished",
+                time_budget=time_budget, per_course=per_course.tolist(), counted=finish_rate(per_course),
+                counted_ci95=list(bootstrap_ci(per_course, stat=finish_rate)), iqm=iqm(per_course),
+                ci95=list(bootstrap_ci(per_course)))
 
 
 def task_score(per_course) -> float:

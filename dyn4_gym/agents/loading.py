@@ -5,34 +5,59 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["load_policy", "check_policy_fits", "load_fitting_policy"]
+__all__ = ["load_policy", "check_policy_fits", "load_fitting_policy", "trained_on"]
 
 
-def load_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | None = None):
-    """``(policy, name, env_kwargs)``: the saved env keyword arguments merged under
-    ``env_kwargs``. A bad file raises ``CheckpointError``, never a raw traceback. ``vecnormalize``
-    names an SB3 model's observation normaliser (else the one beside it, ``find_vecnormalize``)."""
+def trained_on(path: str, saved: dict | None = None) -> str | None:
+    """The task id a model file was trained on, where it says: ``env_id`` in train_sb3.py's
+    run.json (``saved``, the run's record), or an RL Zoo model's file name
+    (``logs/ppo/Dyn4HumveeRace-v0_1/Dyn4HumveeRace-v0.zip``); else None."""
+    from ..envs.ids import env_ids
+
+    if saved and isinstance(saved.get("env_id"), str):
+        return saved["env_id"]
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return stem if stem in env_ids() else None
+
+
+def load_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | None = None,
+                env_id: str | None = None):
+    """``(policy, name, env_kwargs)``: with ``env_id``, that task's registered keyword arguments
+    with ``env_kwargs`` over them (:func:`dyn4_gym.envs.ids.id_kwargs`: what the scripts'
+    ``--env-id`` means); else the model's saved env keyword arguments (or, for an RL Zoo model,
+    its task id's) merged under ``env_kwargs``. ``name`` says the task the model was trained on
+    where the file tells (:func:`trained_on`). A bad file raises ``CheckpointError``, never a raw
+    traceback. ``vecnormalize`` names an SB3 model's observation normaliser (else the one beside
+    it, ``find_vecnormalize``)."""
+    from ..envs.ids import id_kwargs
     from .classical import PurePursuit
     from .shac import SHAC
 
     env_kwargs = dict(env_kwargs or {})
+
+    def env(saved: dict, task: str | None) -> dict:
+        if env_id is not None:
+            return id_kwargs(env_id, env_kwargs)
+        return id_kwargs(task, {**saved, **env_kwargs}) if task is not None else {**saved, **env_kwargs}
+
     if path == "classical":
-        return PurePursuit.for_env(env_kwargs), "classical (pure pursuit)", env_kwargs
+        return PurePursuit.for_env(env({}, None)), "classical (pure pursuit)", env({}, None)
     if path.endswith(".zip"):
         from .sb3_glue import sb3_policy
 
-        policy, saved = sb3_policy(path, vecnormalize)
+        policy, saved, meta = sb3_policy(path, vecnormalize, with_meta=True)
+        task = trained_on(path, meta)
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path)
-        return policy, name, {**saved, **env_kwargs}
+        return policy, name + (f" (trained on {task})" if task else ""), env(saved, task)
     if vecnormalize is not None:
         from .shac import CheckpointError
 
         raise CheckpointError(f"a normaliser ({vecnormalize}) goes with an SB3 model (.zip), not with {path}")
     policy, saved = SHAC.load_policy(path)  # the policy alone: no training env of the file's size
-    return policy, os.path.basename(path), {**saved, **env_kwargs}
+    return policy, os.path.basename(path), env(saved, None)
 
 
-def check_policy_fits(policy, name: str, env_kwargs: dict) -> None:
+def check_policy_fits(policy, name: str, env_kwargs: dict, env_id: str | None = None) -> None:
     """One step of ``policy`` on a zero observation of the env ``env_kwargs`` configure: its action
     must be that env's (width, finite). Else ``UsageError`` in one line, before any evaluation or
     recording: a policy of the other variant (accel or driver), or a normaliser of another
@@ -45,8 +70,8 @@ def check_policy_fits(policy, name: str, env_kwargs: dict) -> None:
 
     core = TaskCore(EnvConfig.from_dict(dict(env_kwargs)))
     obs = torch.zeros(2, len(core.obs_names))
-    where = f"{name} does not fit this env (action={core.cfg.action!r}: {len(core.obs_names)} observations, " \
-            f"{core.n_action} actions)"
+    where = f"{name} does not fit this env ({env_id + ', ' if env_id else ''}action={core.cfg.action!r}: " \
+            f"{len(core.obs_names)} observations, {core.n_action} actions)"
     try:
         out = policy(obs)
     except (RuntimeError, ValueError, IndexError) as exc:
@@ -57,8 +82,9 @@ def check_policy_fits(policy, name: str, env_kwargs: dict) -> None:
         raise UsageError(f"{where}: {exc}") from None
 
 
-def load_fitting_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | None = None):
+def load_fitting_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | None = None,
+                        env_id: str | None = None):
     """:func:`load_policy`, then :func:`check_policy_fits` on the env it will drive."""
-    policy, name, env_kwargs = load_policy(path, env_kwargs, vecnormalize)
-    check_policy_fits(policy, name, env_kwargs)
+    policy, name, env_kwargs = load_policy(path, env_kwargs, vecnormalize, env_id)
+    check_policy_fits(policy, name, env_kwargs, env_id)
     return policy, name, env_kwargs

@@ -146,12 +146,13 @@ def find_vecnormalize(model_path: str) -> str | None:
     return None
 
 
-def sb3_policy(model_path: str, vecnormalize: str | None = None):
+def sb3_policy(model_path: str, vecnormalize: str | None = None, with_meta: bool = False):
     """``(policy(obs tensor) -> action tensor, env_kwargs)`` for an SB3 model (train_sb3.py's, RL
     Zoo's or any PPO / SAC / TD3 / A2C ``.zip``), with its observation normalisation applied:
     the file ``vecnormalize`` names, else the one :func:`find_vecnormalize` finds beside the
     model. The file loaded is printed (stderr); one that is not a ``VecNormalize`` is a
-    ``CheckpointError``; a warning says when there is none to apply."""
+    ``CheckpointError``; a warning says when there is none to apply. ``with_meta``: also the
+    run's record (train_sb3.py's run.json beside the model; ``{}`` without one)."""
     import json
     import pickle
     import sys
@@ -205,4 +206,5 @@ def sb3_policy(model_path: str, vecnormalize: str | None = None):
     if norm is None:
         warnings.warn(f"no vecnormalize.pkl found with {model_path}: its policy sees raw observations "
                       "(right only if it was trained without VecNormalize)", RuntimeWarning, stacklevel=2)
-    return _predictor(model, norm), meta.get("env_kwargs", {})
+    out = (_predictor(model, norm), meta.get("env_kwargs", {}))
+    return out + (meta,) if with_meta else out
