@@ -548,11 +548,34 @@ TASK_PARALLEL_FROM = 2
 
 def _kernel(k, name: str, rows: int):
     serial, parallel = k.kernels[name]
+    fn = serial if rows < TASK_PARALLEL_FROM else parallel
+    if fn not in _CALLED:  # its first call in this process compiles it, or loads Numba's disk cache
+        return functools.partial(_first_call, fn, _kernel_call(k, name, rows))
+    return _kernel_call(k, name, rows)
+
+
+def _kernel_call(k, name: str, rows: int):
+    serial, parallel = k.kernels[name]
     if rows < TASK_PARALLEL_FROM:
         return serial
     if _thread_safe_layer():
         return parallel
     return functools.partial(_serialised, parallel)
+
+
+# the kernels called in this process; the first call of each is watched (a compile says so)
+_CALLED: set = set()
+COMPILING = ("dyn4_gym: compiling the Numba engine's kernels (the first run after an install or an upgrade, "
+             "about a minute on 2 cores; Numba caches them on disk, so later runs start in seconds)")
+
+
+def _first_call(key, fn, *args):
+    from .._notice import slow_notice
+
+    with slow_notice(COMPILING):
+        out = fn(*args)
+    _CALLED.add(key)
+    return out
 
 
 # Numba's work queue (its layer where TBB does not load) is not thread-safe: two Python threads
