@@ -9,7 +9,7 @@ import pytest
 
 import dyn4_gym
 from dyn4_gym.agents.eco import ECO_COAST_TUNED, run_eco_baseline
-from dyn4_gym.agents.eco_plan import (ECO_PLAN_TUNED, EcoPlanParams, dp_speed_plan, engaged_gears, plan_courses,
+from dyn4_gym.agents.eco_plan import (ECO_PLAN_TUNED, ECO_V2_PLAN_TUNED, EcoPlanParams, dp_speed_plan, engaged_gears, plan_courses,
                                       run_eco_plan, steady_fuel_map)
 from dyn4_gym.agents.evaluation import VALIDATION_SEEDS
 from dyn4_gym.envs import EnvConfig
@@ -171,9 +171,10 @@ def test_the_tuned_plan_beats_tuned_cruise_and_coast_on_validation_courses():
     assert (v2.litres_per_100km > plan.litres_per_100km).mean() >= 0.5  # the hills cost fuel now
 
 
-def test_the_tuned_settings_are_the_benchmarks_choice():
+@pytest.mark.parametrize("name, tuned", [("eco_plan", ECO_PLAN_TUNED), ("eco_v2_plan", ECO_V2_PLAN_TUNED)])
+def test_the_tuned_settings_are_the_benchmarks_choice(name, tuned):
     import json
     from pathlib import Path
 
-    chosen = json.loads((Path(__file__).parents[1] / "docs" / "eco_plan_baseline.json").read_text())["chosen"]
-    assert dataclasses.replace(ECO_PLAN_TUNED, **chosen) == ECO_PLAN_TUNED
+    chosen = json.loads((Path(__file__).parents[1] / "docs" / f"{name}_baseline.json").read_text())["chosen"]
+    assert dataclasses.replace(tuned, **chosen) == tuned

@@ -49,7 +49,7 @@ from ..plant.powertrain import PowertrainParams, powertrain_forces
 from ..plant.spec import VehicleSpec
 from .classical import PurePursuit
 
-__all__ = ["ECO_PLAN_TUNED", "EcoPlanParams", "FuelMap", "SpeedPlan", "dp_speed_plan", "plan_courses", "plan_policy", "engaged_gears",
+__all__ = ["ECO_PLAN_TUNED", "ECO_V2_PLAN_TUNED", "EcoPlanParams", "FuelMap", "SpeedPlan", "dp_speed_plan", "plan_courses", "plan_policy", "engaged_gears",
            "steady_fuel_map", "run_eco_plan"]
 
 
@@ -297,6 +297,8 @@ class EcoPlanParams:
 # (docs/eco_plan_baseline.json "chosen"; tests/test_eco_plan_issue44.py holds them equal): the
 # grid's least margin, the one the learners train with (benchmarks/learning.py LIMIT_TRAIN_ENV)
 ECO_PLAN_TUNED = EcoPlanParams(margin=0.5, speed_gain=0.3, lead=1.0)
+# the same grid's choice on Eco-v2 (benchmarks/baselines.py eco_v2_plan; docs/eco_v2_plan_baseline.json)
+ECO_V2_PLAN_TUNED = EcoPlanParams(margin=0.5, speed_gain=0.15, lead=0.5)
 
 
 def _per_row(params, n: int) -> list[EcoPlanParams]:
