@@ -262,6 +262,10 @@ _OPTIONAL_FLOATS = ("start_speed", "progress_cap", "time_budget")  # float field
 def _merge(obj, values: dict, path: str):
     if not isinstance(values, dict):
         raise ConfigError(f"{path} must be a mapping, got {type(values).__name__}")
+    if isinstance(obj, CourseConfig) and "file" in values:  # a track from a file (envs/tracks.py)
+        from .tracks import course_from_file
+
+        values = course_from_file(values, path)
     known = {f.name: f for f in fields(obj)}
     changes = {}
     for key, value in values.items():
