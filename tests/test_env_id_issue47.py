@@ -89,3 +89,12 @@ def test_a_model_trained_on_an_id_is_evaluated_on_it_and_named_elsewhere(load_sc
     shutil.copy(run / "vecnormalize.pkl", zoo / "Dyn4HumveeRace-v0" / "vecnormalize.pkl")
     _, name, kw = load_policy(str(zoo / "Dyn4HumveeRace-v0.zip"))
     assert name.endswith("(trained on Dyn4HumveeRace-v0)") and kw == dyn4_gym.RACE
+
+
+def test_a_run_record_naming_no_known_id_leaves_the_task_unnamed():
+    from dyn4_gym.agents.loading import trained_on
+
+    assert trained_on("runs/x/model.zip", {"env_id": "Dyn4HumveeEco-v2"}) == "Dyn4HumveeEco-v2"
+    assert trained_on("runs/x/model.zip", {"env_id": "MyCar-v0"}) is None
+    assert trained_on("runs/x/model.zip", {"env_id": None}) is None
+    assert trained_on("logs/ppo/Dyn4HumveeRace-v1_3/Dyn4HumveeRace-v1.zip", {}) == "Dyn4HumveeRace-v1"

@@ -9,15 +9,17 @@ __all__ = ["load_policy", "check_policy_fits", "load_fitting_policy", "trained_o
 
 
 def trained_on(path: str, saved: dict | None = None) -> str | None:
-    """The task id a model file was trained on, where it says: ``env_id`` in train_sb3.py's
-    run.json (``saved``, the run's record), or an RL Zoo model's file name
-    (``logs/ppo/Dyn4HumveeRace-v0_1/Dyn4HumveeRace-v0.zip``); else None."""
+    """The dyn4_gym task id a model file was trained on, where it says: ``env_id`` in
+    train_sb3.py's run.json (``saved``, the run's record), or an RL Zoo model's file name
+    (``logs/ppo/Dyn4HumveeRace-v0_1/Dyn4HumveeRace-v0.zip``); else (or for an id that is not
+    dyn4_gym's) None."""
     from ..envs.ids import env_ids
 
-    if saved and isinstance(saved.get("env_id"), str):
+    ids = env_ids()
+    if saved and saved.get("env_id") in ids:
         return saved["env_id"]
     stem = os.path.splitext(os.path.basename(path))[0]
-    return stem if stem in env_ids() else None
+    return stem if stem in ids else None
 
 
 def load_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | None = None,
