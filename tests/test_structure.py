@@ -192,7 +192,7 @@ def test_shac_lives_on_the_envs_device():
 
 
 # the house's layers, lowest first: a module may import its own layer and those below it
-_LAYERS = {"model": 0, "_math": 1, "_checks": 1, "_rng": 1, "_tree": 1, "ground": 2, "plant": 3, "engine": 4}
+_LAYERS = {"model": 0, "_math": 1, "_checks": 1, "_notice": 1, "_rng": 1, "_tree": 1, "ground": 2, "plant": 3, "engine": 4}
 
 
 def _dyn4_imports(path: Path) -> set:
