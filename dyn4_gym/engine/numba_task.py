@@ -548,19 +548,13 @@ TASK_PARALLEL_FROM = 2
 
 def _kernel(k, name: str, rows: int):
     serial, parallel = k.kernels[name]
-    fn = serial if rows < TASK_PARALLEL_FROM else parallel
-    if fn not in _CALLED:  # its first call in this process compiles it, or loads Numba's disk cache
-        return functools.partial(_first_call, fn, _kernel_call(k, name, rows))
-    return _kernel_call(k, name, rows)
-
-
-def _kernel_call(k, name: str, rows: int):
-    serial, parallel = k.kernels[name]
     if rows < TASK_PARALLEL_FROM:
-        return serial
-    if _thread_safe_layer():
-        return parallel
-    return functools.partial(_serialised, parallel)
+        fn = call = serial
+    else:
+        fn = parallel
+        call = parallel if _thread_safe_layer() else functools.partial(_serialised, parallel)
+    # a kernel's first call in this process compiles it, or loads Numba's disk cache: watched
+    return call if fn in _CALLED else functools.partial(_first_call, fn, call)
 
 
 # the kernels called in this process; the first call of each is watched (a compile says so)
