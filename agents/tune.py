@@ -308,14 +308,11 @@ def parse_args(argv=None):
     ap.add_argument("--chunk", type=cli.positive_int, default=None, help="SHAC iterations or SB3 env steps per report")
     ap.add_argument("--eval-seeds", type=cli.int_in(1, len(VALIDATION_SEEDS)), default=4,
                     help="validation courses per evaluation")
-    ap.add_argument("--env-id", default=None,
-                    help="a registered dyn4_gym id (Dyn4HumveeRace-v0, say): the trials' env is gym.make(ID, **env_kwargs) "
-                         "and PPO and SAC start from its section of configs/<trainer>.yml (default: Dyn4Humvee-v1's "
-                         "section, and --env-kwargs over the env's defaults)")
-    # not cli's add_env_kwargs: that checks them alone, where with --env-id they are over the id's
-    # (eco's schedule_margin needs eco's time_budget); checked merged below
-    ap.add_argument("--env-kwargs", type=cli.json_object, default={},
-                    help="JSON of the env's keyword arguments (over --env-id's, when given; reward_weights term by term)")
+    ap.add_env_id(help="a registered dyn4_gym id (Dyn4HumveeRace-v0, say): the trials' env is its keyword arguments "
+                       "with --env-kwargs over them, and PPO and SAC start from its section of configs/<trainer>.yml "
+                       "(default: Dyn4Humvee-v1's section, and --env-kwargs over the env's defaults)")
+    # checked over --env-id's (eco's schedule_margin needs eco's time_budget)
+    ap.add_env_kwargs(help="JSON of the env's keyword arguments (over --env-id's, when given, table by table)")
     ap.add_argument("--metric", choices=tuple(METRICS), default="return",
                     help="what ASHA ranks: the trial env's mean return, or the task's metric on --env-id as registered "
                          "(time to finish; litres per 100 km within the time budget where it has one), for trials "
@@ -326,15 +323,13 @@ def parse_args(argv=None):
     ap.add_argument("--cpus-per-trial", type=cli.float_in(0.0, 1024.0, lo_open=True), default=1.0,
                     help="CPUs (and torch threads) per trial; all of a small machine's runs one trial at a time")
     args = ap.parse_args(argv)
-    if args.env_id is not None:
+    if args.env_id is not None:  # a dyn4_gym id (add_env_id checked it)
         try:
-            trial_env_kwargs(args.env_id, None)
             base_config(args.trainer, args.env_id)  # PPO and SAC: the zoo config has a section for it
-        except Exception as exc:  # an unknown id (gymnasium's error), a foreign one, or no section
+        except Exception as exc:  # no section for it
             why = str(exc.args[0]) if exc.args else type(exc).__name__
             ap.fail("--env-id", why.splitlines()[0])
-    trial = trial_env_kwargs(args.env_id, args.env_kwargs)  # the trials' env
-    ap.check_env_kwargs("--env-kwargs", trial)
+    trial = trial_env_kwargs(args.env_id, args.env_kwargs)  # the trials' env (add_env_kwargs checked it)
     if args.space is None:
         args.space = DEFAULT_SPACE[args.trainer]
     try:
