@@ -40,6 +40,7 @@ import torch
 
 from ..envs import TaskCore
 from ..model.state import DYN4
+from .barriers import termination_barrier
 from .race import RACE_LINE_TUNED, RacingLine, RacingLineParams, race_core, race_start, run_race_baseline
 
 __all__ = ["OracleParams", "OracleResult", "race_oracle", "bolder_starts"]
@@ -116,8 +117,6 @@ def _rollout(core: TaskCore, state, agent: RacingLine, base: dict, residual: tor
     T, B = residual.shape[:2]
     profile = (base["profile"] * (1.0 + scale)).clamp_min(0.5)
     accel = _profile_accel(profile, base["arc"])
-    bound = cfg.course.half_width - prm.edge
-    roll_bound = prm.roll_frac * cfg.roll_limit
     moving = ("x", "pt", "idx", "s", "t", "prev_action")  # what a step changes in TaskState
 
     def segment(t0, t1, *tensors):
@@ -136,8 +135,8 @@ def _rollout(core: TaskCore, state, agent: RacingLine, base: dict, residual: tor
             st, obs, _, term, trunc, info = core.step(st, a)
             live = (~ended).to(residual.dtype)  # barriers count until the row's episode would end
             area = area + info["s"].clamp(max=goal)
-            barrier = barrier + live * (prm.w_edge * torch.relu(info["cross_track"].abs() - bound) ** 2
-                                        + prm.w_roll * torch.relu(st.x[:, DYN4.PHI].abs() - roll_bound) ** 2)
+            barrier = barrier + live * termination_barrier(info["cross_track"], st.x[:, DYN4.PHI], cfg.course.half_width,
+                                                           cfg.roll_limit, prm.edge, prm.w_edge, prm.roll_frac, prm.w_roll)
             succ = info["success"] & ~ended
             finish = torch.where(succ, torch.full_like(finish, t), finish)
             ended = ended | term | trunc

@@ -32,6 +32,7 @@ from torch import nn
 
 from ..cli import strict_json
 from ..envs import Dyn4DiffEnv
+from .barriers import termination_barrier
 
 __all__ = ["SHACConfig", "shac_published", "SHAC", "SHACPolicy", "RunningNorm", "Actor", "Critic", "CheckpointError", "CHECKPOINT_FORMAT"]
 
@@ -88,6 +89,16 @@ class SHACConfig:
     # Measured on the race's validation courses, 10 seeds: no better than fixed windows, so off
     # (docs/sweeps.md, "An adaptive horizon").
     stiff_cut: float | None = None
+    # smooth surrogates of the termination in the training reward (issue 44; agents/barriers.py):
+    # each step pays edge_barrier relu(|e| - (h - edge_margin))^2 [per m^2] near the corridor's
+    # edge and roll_barrier relu(|phi| - roll_frac phi_max)^2 [per rad^2] near the roll limit, so
+    # the gradient through the plant feels a limit before the flag that ends the episode (which
+    # has none). The actor's loss and the critic's targets see them; the reported returns and
+    # every evaluation are the task's. 0: off.
+    edge_barrier: float = 0.0
+    edge_margin: float = 1.0  # [m] the corridor's barrier starts this far inside its edge
+    roll_barrier: float = 0.0
+    roll_frac: float = 0.8  # the roll barrier starts at this share of the env's roll_limit
     compile: bool = False  # torch.compile the env step with its backward (TaskCore.compiled_step)
     seed: int = 0
 
@@ -120,6 +131,12 @@ class SHACConfig:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 <= v <= 1):
                 raise ValueError(f"SHACConfig.{name} must lie in [0, 1], got {v!r}")
+        for name in ("edge_barrier", "edge_margin", "roll_barrier"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf):
+                raise ValueError(f"SHACConfig.{name} must be a finite number >= 0, got {v!r}")
+        if not (isinstance(self.roll_frac, (int, float)) and not isinstance(self.roll_frac, bool) and 0 < self.roll_frac <= 1):
+            raise ValueError(f"SHACConfig.roll_frac must lie in (0, 1], got {self.roll_frac!r}")
         for name in ("actor_lr", "critic_lr", "grad_norm"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 < v < math.inf):
@@ -293,6 +310,7 @@ class SHAC:
         self.episode_returns: list[float] = []
         self.episode_lines: list[dict] = []  # per finished episode: reward terms and energy lines summed
         self._ep_ret = torch.zeros(config.num_envs, device=dev)
+        self._roll_col = self.env.core.obs_names.index("roll")  # the barriers read the roll from here
         self._ep_lines: dict = {}
 
     # ------------------------------------------------------------------ one window
@@ -310,12 +328,14 @@ class SHAC:
         buf_obs, buf_rew, buf_term, buf_trunc, buf_final = [], [], [], [], []
         cuts = 0
         weight = self.env.core.p.m * self.env.core.p.g  # [N] m g: the stiffness measure's unit
+        barriers = c.edge_barrier > 0 or c.roll_barrier > 0
         for t in range(h):
             z = self.norm(obs)
             action = self.actor(z, generator=self.gen)
             nxt, r, term, trunc, info = self.env.step(action)
             r = r.float()
-            acc = acc + disc * r
+            shaped = r - self._barrier(info) if barriers else r  # the training reward: the task's, less the surrogates
+            acc = acc + disc * shaped
             done = term | trunc
             with torch.no_grad():
                 self._ep_ret += r.detach()
@@ -347,7 +367,7 @@ class SHAC:
             disc = torch.where(ends, torch.ones_like(disc), disc * c.gamma)
             acc = torch.where(ends, torch.zeros_like(acc), acc)
             buf_obs.append(obs.detach())
-            buf_rew.append(r.detach())
+            buf_rew.append(shaped.detach())
             buf_term.append(term)
             buf_trunc.append(trunc & ~term)
             buf_final.append(final.detach())
@@ -370,6 +390,14 @@ class SHAC:
         return dict(actor_loss=float(loss.detach()), grad_norm=float(gnorm), grad_clipped=bool(gnorm > c.grad_norm),
                     grad_finite=finite, critic_loss=critic_loss, env_steps=self.env_steps,
                     stiff_cut_share=cuts / (n * max(h - 1, 1)))
+
+    def _barrier(self, info: dict) -> torch.Tensor:
+        """The termination's surrogates at a step's end ``(B,)`` (agents/barriers.py), from its
+        cross-track error and the roll read back from the observation it ended with."""
+        c, core = self.config, self.env.core
+        roll = info["final_obs"][:, self._roll_col] * core._scales[..., self._roll_col]
+        return termination_barrier(info["cross_track"], roll, core.cfg.course.half_width, core.cfg.roll_limit,
+                                   c.edge_margin, c.edge_barrier, c.roll_frac, c.roll_barrier).float()
 
     def _set_lr(self) -> None:
         """The learning rates at this many env steps (``lr_decay_steps``: linear to 0)."""

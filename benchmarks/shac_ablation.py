@@ -1,0 +1,164 @@
+"""SHAC's ablation on a task at the limits (issue 44, item 5): what each addition to the gradient
+buys, on the validation courses (``VALIDATION_SEEDS``; the held-out ones are the learning
+benchmark's, looked at once per final setting).
+
+    python benchmarks/shac_ablation.py                         # Race-v1, every variant, seeds 0-2
+    python benchmarks/shac_ablation.py --variants base edge10 --seeds 5
+    python benchmarks/shac_ablation.py --report-only
+
+Each variant is SHAC as the learning benchmark trains it on the task (benchmarks/learning.py:
+the paper's schedule over the budget, the task's ``LIMIT_SHAC`` settings, the task's training
+env) with the variant's ``SHACConfig`` fields on top. Every run is evaluated on the validation
+courses at each of ``--evals`` points; each evaluation is a row of ``<out>/ablation.csv``, written
+as it comes, and a rerun with the same ``--out`` skips the finished runs (resumable). The table
+gives, per variant and point, the finish rate over seeds x courses with its stratified 95 %
+interval, the IQM of the task's metric (an unfinished course counts as infinitely slow), the
+penalised mean (unfinished at the truncation time) and, against ``base``, the paired finish-rate
+difference with its interval.
+
+The variants (written down before any ran; their weights from the reward's scale: a step at
+20 m/s earns ~1 m of progress, a crash costs 100): ``edgeW``, the corridor barrier
+(:mod:`dyn4_gym.agents.barriers`) at weight W per m^2 from 1 m inside the edge, so that a step at
+the edge costs W; ``edge10+roll``, with the roll barrier too (500 per rad^2 from 0.8 of the roll
+limit: 7 at the limit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import learning as L  # noqa: E402  the benchmark's own settings, one home
+
+from dyn4_gym import cli  # noqa: E402
+from dyn4_gym.agents import shac_published  # noqa: E402
+from dyn4_gym.agents.evaluation import VALIDATION_SEEDS, evaluate  # noqa: E402
+from dyn4_gym.agents.stats import finish_rate, paired_ci  # noqa: E402
+
+VARIANTS = {"base": {},
+            "edge3": {"edge_barrier": 3.0},
+            "edge10": {"edge_barrier": 10.0},
+            "edge30": {"edge_barrier": 30.0},
+            "edge10+roll": {"edge_barrier": 10.0, "roll_barrier": 500.0}}
+FIELDS = ("task", "variant", "seed", "point", "env_steps", "wall_s", "finished", "metric", "per_course")
+
+
+def make_agent(task: str, variant: str, seed: int, budget: int, compile: bool):
+    """SHAC as the learning benchmark trains it on ``task``, with ``variant``'s fields."""
+    config = shac_published(budget, **L.LIMIT_SHAC[task], **VARIANTS[variant])
+    return L.ShacRun(L.env_kwargs_of(task, 0.0, "shac"), seed, compile,
+                     dataclasses.replace(config, seed=seed)).agent
+
+
+def read(path: str) -> list[dict]:
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def append(path: str, row: dict) -> None:
+    new = not os.path.exists(path)
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        if new:
+            w.writeheader()
+        w.writerow(row)
+
+
+def run_one(args, path: str, variant: str, seed: int) -> None:
+    budget = L.budget_of(args.task, "shac", args.scale)
+    points = [int(budget * j / args.evals) for j in range(1, args.evals + 1)]
+    torch.manual_seed(seed)
+    agent = make_agent(args.task, variant, seed, budget, args.compile)
+    wall = 0.0
+    seeds = VALIDATION_SEEDS[:args.courses]
+    for target in points:
+        t0 = time.perf_counter()
+        if target > agent.env_steps:
+            agent.train(env_steps=target, log=None)
+        wall += time.perf_counter() - t0
+        ev = evaluate(agent.policy, L.env_kwargs_of(args.task, 0.0), seeds=seeds)
+        m = L.limit_metric(args.task, ev)
+        row = dict(task=args.task, variant=variant, seed=seed, point=target, env_steps=agent.env_steps, wall_s=round(wall, 2),
+                   finished=float(np.isfinite(m).mean()), metric=L.iqm(m), per_course=" ".join(f"{v:.6g}" for v in m))
+        append(path, row)
+        print(f"{variant:12s} seed {seed}  {agent.env_steps:>8,}/{budget:,}  finished {row['finished']:.2f}  "
+              f"IQM {row['metric']:.2f}  train {wall:.0f} s", flush=True)
+
+
+def tables(rows: list[dict], task: str) -> dict:
+    """(variant, evaluation point [env steps]) -> {seed: per-course metric} (a SHAC window
+    overshoots its point by under one window)."""
+    out: dict = {}
+    for r in rows:
+        if r["task"] != task:
+            continue
+        v = np.array([float(x) for x in r["per_course"].split()])
+        out.setdefault((r["variant"], int(r["point"])), {})[int(r["seed"])] = v
+    return out
+
+
+def report(rows: list[dict], task: str) -> str:
+    """The ablation table (markdown)."""
+    cap = L._cap(task)
+    tabs = tables(rows, task)
+    lines = [f"| variant | env steps | seeds | finished [95 % CI] | IQM | penalised mean | finished vs base (paired) |",
+             "|---|---|---|---|---|---|---|"]
+    for (variant, steps), per in sorted(tabs.items(), key=lambda kv: (list(VARIANTS).index(kv[0][0]), kv[0][1])):
+        seeds = sorted(per)
+        v = np.stack([per[s] for s in seeds])
+        fig = L._figure(v, cap)
+        lo, hi = fig["counted_ci95"]
+        base = tabs.get(("base", steps), {})
+        paired = "" if variant == "base" else "n/a"
+        shared = [s for s in seeds if s in base]
+        if variant != "base" and shared:
+            d, dlo, dhi = paired_ci(np.stack([per[s] for s in shared]), np.stack([base[s] for s in shared]),
+                                    stat=finish_rate, compare=lambda x, y: x - y)
+            paired = f"{d:+.2f} [{dlo:+.2f}, {dhi:+.2f}] ({len(shared)} seeds)"
+        iqm = f"{fig['iqm']:.2f}" if np.isfinite(fig["iqm"]) else "none (> 25 % unfinished)"
+        pm = f"{fig['penalised_mean']:.2f}" if cap is not None else ""
+        lines.append(f"| {variant} | {steps:,} | {len(seeds)} | {fig['counted']:.2f} [{lo:.2f}, {hi:.2f}] | {iqm} | {pm} | {paired} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--task", choices=tuple(L.LIMITS), default="race_v1")
+    ap.add_argument("--variants", nargs="+", choices=tuple(VARIANTS), default=list(VARIANTS))
+    ap.add_argument("--seeds", type=cli.int_in(1, 1000), default=3)
+    ap.add_argument("--scale", type=cli.float_in(0.0, 1e6, lo_open=True), default=1.0, help="times the budget")
+    ap.add_argument("--evals", type=cli.int_in(1, 100), default=2, help="evaluations per run")
+    ap.add_argument("--courses", type=cli.int_in(1, len(VALIDATION_SEEDS)), default=len(VALIDATION_SEEDS))
+    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--threads", type=cli.int_in(1, 256), default=1, help="torch threads (one run at a time)")
+    ap.add_argument("--out", default="runs/shac_ablation")
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    path = os.path.join(args.out, "ablation.csv")
+    if not args.report_only:
+        budget = L.budget_of(args.task, "shac", args.scale)
+        for variant in args.variants:
+            for seed in range(args.seeds):
+                done = [r for r in read(path) if r["task"] == args.task and r["variant"] == variant
+                        and int(r["seed"]) == seed and int(r["env_steps"]) >= budget]
+                if not done:
+                    run_one(args, path, variant, seed)
+    print(report(read(path), args.task))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
