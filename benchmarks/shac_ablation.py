@@ -112,7 +112,7 @@ def report(rows: list[dict], task: str) -> str:
     """The ablation table (markdown)."""
     cap = L._cap(task)
     tabs = tables(rows, task)
-    lines = [f"| variant | env steps | seeds | finished [95 % CI] | IQM | penalised mean | finished vs base (paired) |",
+    lines = ["| variant | env steps | seeds | finished [95 % CI] | IQM | penalised mean | finished vs base (paired) |",
              "|---|---|---|---|---|---|---|"]
     for (variant, steps), per in sorted(tabs.items(), key=lambda kv: (list(VARIANTS).index(kv[0][0]), kv[0][1])):
         seeds = sorted(per)
