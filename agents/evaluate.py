@@ -26,7 +26,7 @@ def parse_args(argv=None):
                     help="an SB3 model's observation normaliser (default: vecnormalize.pkl beside the .zip, or in "
                          "the folder named after it, RL Zoo's layout; nowhere else)")
     ap.add_argument("--seeds", type=cli.int_in(1, len(EVAL_SEEDS)), default=8,
-                    help=f"how many held-out seeds, 1 to {len(EVAL_SEEDS)} (8: the README's tables)")
+                    help=f"how many held-out seeds, 1 to {len(EVAL_SEEDS)} (8: the v1 tables in docs/training.md)")
     ap.add_output("--out", "runs/eval")
     return ap.parse_args(argv)
 

@@ -4,7 +4,7 @@ settings from configs/) and the classical controllers, on Dyn4Humvee-v1 and Dyn4
 the tasks at the limits, Dyn4HumveeRace-v0 (time to finish) and Dyn4HumveeEco-v1 (litres per
 100 km at arrival within the time budget), against their classical baselines (issue 23).
 
-    python benchmarks/learning.py                       # the README's figures (hours: see README)
+    python benchmarks/learning.py                       # docs/results.md's figures (hours: docs/training.md)
     python benchmarks/learning.py --scale 0.05 --seeds 2 --tasks flat --no-pareto   # a quick look
     python benchmarks/learning.py --report-only         # tables and plots from the CSV so far
 

@@ -99,6 +99,25 @@ ECO_V2 = dict(ECO_CLOCK, **GRADE_FORCE)
 EPISODE_STEPS = 800  # EnvConfig.episode_steps's default (tests/test_conventions.py holds them equal)
 
 
+# one line per registered id: what the task is (the docs' and the README's id tables are made from
+# this and the registry: dyn4_gym/doc_tables.py; a registered id without a line fails there)
+ID_NOTES = {
+    "Dyn4Humvee-v0": "Dyn4Humvee-v1 with the progress term uncapped (kept so earlier results reproduce)",
+    "Dyn4Humvee-v1": "follow a course over hills, friction patches and bumps near a target speed",
+    "Dyn4Humvee-v2": "Dyn4Humvee-v1 with the grade force on (climbing costs the drive)",
+    "Dyn4HumveeFlat-v0": "Dyn4HumveeFlat-v1 with the progress term uncapped",
+    "Dyn4HumveeFlat-v1": "Dyn4Humvee-v1 on level ground of friction 0.8: quick learning tests",
+    "Dyn4HumveeDriver-v0": "Dyn4HumveeDriver-v1 with the progress term uncapped",
+    "Dyn4HumveeDriver-v1": "Dyn4Humvee-v1 driven through the powertrain: steer, throttle, brake",
+    "Dyn4HumveeDriver-v2": "Dyn4HumveeDriver-v1 with the grade force on",
+    "Dyn4HumveeRace-v0": "minimum time over 400 m at the friction limit (friction seen ahead)",
+    "Dyn4HumveeRace-v1": "the race where cornering decides: 1 km of tight corners, 120 m preview, grade force on",
+    "Dyn4HumveeEco-v0": "least fuel over 400 m of 2 m hills within a 44 s budget, through the powertrain",
+    "Dyn4HumveeEco-v1": "Dyn4HumveeEco-v0 that also observes the clock against the budget",
+    "Dyn4HumveeEco-v2": "Dyn4HumveeEco-v1 with the grade force on: the benchmark's eco task",
+}
+
+
 def _register() -> None:
     from gymnasium.envs.registration import register, registry
 

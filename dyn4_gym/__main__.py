@@ -3,7 +3,7 @@ env steps (the same result for the same seed on one installation; a few minutes 
 evaluates it against the task's classical drivers on held-out courses, and writes plots
 (``runs/main/`` by default).
 
-Its task is ``Dyn4HumveeRace-v0`` (README, "Tasks at the limits"), with SHAC's published
+Its task is ``Dyn4HumveeRace-v0`` (docs/tasks.md), with SHAC's published
 schedule, against the centre-line minimum-time speed profile tracked by pure pursuit and the
 racing line (the strongest classical driver, issue 44), beside the floored straight-line
 reference. ``--task v1`` trains on
@@ -110,7 +110,7 @@ def main(argv=None) -> dict:
         print("compiling with torch.compile, in the first window: two graphs, one plant substep with its course "
               "projection and sums (run 5 times a step) and the step's finish (checks, reward terms, observation), "
               f"each forward and backward. Minutes the first time on a small or busy machine, seconds once cached "
-              f"({cache}); --no-compile skips it and trains eagerly (README, 'First run').")
+              f"({cache}); --no-compile skips it and trains eagerly (docs/getting-started.md, 'First run').")
     agent = SHAC(config, env_kwargs)
     history = agent.train(seconds=args.seconds, env_steps=args.env_steps, log=None,
                           on_iteration=Progress(args.env_steps))

@@ -8,7 +8,7 @@ your process runs on torch's and Numba's threads as you left them. The knob is f
 - The scripts call :func:`script_threads` first: ``DYN4_GYM_THREADS=N`` sets both to ``N``;
   unset, torch runs on 1 thread and the kernels on every core. One torch thread is the default
   because the scripts' networks and batches are small: on a 2-core machine beside other work a
-  second torch thread costs more in waiting than it gains (README, "Threads"), while the
+  second torch thread costs more in waiting than it gains (docs/env.md, "Threads"), while the
   kernels' TBB threads do not spin-wait. Workers that a script starts (SubprocVecEnv, Ray)
   inherit the variable, so a node full of workers sets it once.
 """

@@ -1,5 +1,7 @@
-"""The README's Python snippets run as they stand, each in a fresh namespace (a snippet that
-leans on another's names fails here), and every script command line the docs show parses."""
+"""The Python snippets of the README and the docs pages run as they stand, each in a fresh
+namespace (a snippet that leans on another's names fails here; a block fenced as ``py`` instead of
+``python`` is a fragment of its page's recipe and is not run), and every script command line the
+docs show parses."""
 
 import importlib
 import importlib.util
@@ -10,26 +12,28 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+PAGES = [README, *sorted(README.parent.joinpath("docs").glob("*.md"))]
+SNIPPETS = [(page.name, k, code) for page in PAGES
+            for k, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S))]
 
 
-def test_the_readme_has_snippets():
-    assert len(SNIPPETS) >= 3
+def test_the_readme_and_docs_have_snippets():
+    assert sum(name == "README.md" for name, _, _ in SNIPPETS) >= 1
+    assert len(SNIPPETS) >= 5
 
 
-@pytest.mark.parametrize("i", range(len(SNIPPETS)))
-def test_each_readme_snippet_runs_on_its_own(i, tmp_path, monkeypatch):
+@pytest.mark.parametrize("page,k,code", SNIPPETS, ids=[f"{name}-{k}" for name, k, _ in SNIPPETS])
+def test_each_snippet_runs_on_its_own(page, k, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code = SNIPPETS[i]
     if "drive_rollout" in code:  # 20 s at full throttle: shorten the horizon, same calls
         code = code.replace("torch.zeros(2000,", "torch.zeros(50,")
-    exec(compile(code, f"README snippet {i}", "exec"), {"__name__": "readme"})
+    exec(compile(code, f"{page} snippet {k}", "exec"), {"__name__": "readme"})
 
 
 # The scripts' command lines the docs show (README.md and docs/*.md: bash blocks, a line ending
 # in a backslash joined to the next, and inline code spans), each parsed by its script's own
 # parse_args as a user would type it: a flag renamed or a value the script refuses fails here.
-DOCS = [README, *sorted(README.parent.joinpath("docs").glob("*.md"))]
+DOCS = PAGES
 SCRIPT = r"python (?:(?:agents|benchmarks|envs)/\w+\.py|-m dyn4_gym(?:\.\w+)*)(?:\s|$)"
 
 

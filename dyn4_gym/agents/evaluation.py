@@ -146,7 +146,7 @@ def task_metric(ev: Evaluation, time_budget: float | None) -> np.ndarray:
 
 
 def task_figures(ev: Evaluation, time_budget: float | None) -> dict:
-    """The task's own figures as the README's tables give them, for one deterministic run over
+    """The task's own figures as the docs' result tables give them (docs/results.md), for one deterministic run over
     its courses: the metric per course (:func:`task_metric`; ``inf`` where a course does not
     count), the share that counts and its IQM, each with rliable's stratified bootstrap 95 %
     interval over the courses (:func:`~.stats.bootstrap_ci`). A time budget's metric needs

@@ -65,7 +65,7 @@ class Envelope:
 
 
 # measured on the plant (tests/test_race.py re-measures them): skidpad 6.888 m/s^2 and stop 25.38 m
-# from 20 m/s at mu 0.8 (README's envelope table), HUMVEE's 3 m/s^2 drive and 112 kW
+# from 20 m/s at mu 0.8 (docs/physics.md's envelope table), HUMVEE's 3 m/s^2 drive and 112 kW
 HUMVEE_ENVELOPE = Envelope(lat_per_mu_g=6.888 / (0.8 * 9.81), brake_per_mu_g=20.0**2 / (2 * 25.38) / (0.8 * 9.81),
                            a_drive=HUMVEE.max_drive_accel, power_per_mass=HUMVEE.max_power / HUMVEE.mass)
 

@@ -55,7 +55,7 @@ def _why(exc: Exception) -> str:
 class SHACConfig:
     """Hyperparameters (defaults close to the paper's, scaled to this task)."""
 
-    num_envs: int = 32  # parallel cars (32 x 32 steps a window: chosen on validation courses, README "Training")
+    num_envs: int = 32  # parallel cars (32 x 32 steps a window: chosen on validation courses, docs/training.md)
     horizon: int = 32  # window length h [env steps]
     gamma: float = 0.99
     lam: float = 0.95  # TD(lambda)

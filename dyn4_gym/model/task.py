@@ -11,7 +11,7 @@ from enum import IntEnum
 
 from .books import BOOK_LINES, POWERTRAIN_LINES
 
-__all__ = ["ACT", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_TABLE_ALL", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_CLOCK", "OBS_INDEX", "OBS",
+__all__ = ["ACT", "OBS_DOC", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_TABLE_ALL", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_CLOCK", "OBS_INDEX", "OBS",
            "N_PREVIEW", "obs_names", "obs_scale", "REWARD_TERM_TABLE", "TERM_ORDER", "TERM", "DEFAULT_WEIGHTS", "TASK_INFO", "INFO_COLUMNS",
            "INFO", "FLAG_COLUMNS", "FLAG"]
 
@@ -50,6 +50,24 @@ OBS_CLOCK = (("time_left", "s", 10.0), ("lead", "s", 5.0))
 # the ground's friction at the preview points (course.preview_friction: the race task, where a
 # policy must see a slippery patch before it reaches it); they come last when observed
 OBS_TABLE_ALL = OBS_TABLE_DRIVER + OBS_CLOCK + tuple((f"preview{k}_mu", "-", 1.0) for k in range(N_PREVIEW))
+# what each entry is (the docs' observation table is made from this and OBS_TABLE_ALL:
+# dyn4_gym/doc_tables.py); frames and signs as docs/plant.md
+OBS_DOC = {
+    "vx": "forward speed, body frame", "vy": "lateral speed, body frame (left +)",
+    "yaw_rate": "yaw rate (counter-clockwise +)", "roll": "roll angle", "pitch": "pitch angle",
+    "roll_rate": "roll rate", "pitch_rate": "pitch rate",
+    "steer": "the plant's steer (its lag state)", "drive": "the plant's drive or brake (its lag state)",
+    **{f"load_{w}": f"the {w} wheel's load over its static load, minus 1" for w in ("FL", "FR", "RL", "RR")},
+    **{f"mu_{w}": f"the ground's friction under the {w} wheel" for w in ("FL", "FR", "RL", "RR")},
+    "cross_track": "distance from the course's centre line (left +)",
+    "heading_error": "yaw less the course's heading, wrapped to [-pi, pi)", "target_speed": "the task's target speed",
+    **{f"preview{k}_{c}": f"{c} of the course point course.preview[{k}] ahead, body frame"
+       for k in range(N_PREVIEW) for c in ("x", "y")},
+    "engine_speed": "the engine's speed", "gear": "the gear engaged (-1: reverse, 1..n forward)",
+    "time_left": "the time budget less the elapsed time",
+    "lead": "the lead over the uniform pace that reaches the goal at the budget (negative: behind)",
+    **{f"preview{k}_mu": f"the ground's friction at preview point {k}" for k in range(N_PREVIEW)},
+}
 OBS_NAMES = tuple(o[0] for o in OBS_TABLE)
 OBS_NAMES_DRIVER = tuple(o[0] for o in OBS_TABLE_DRIVER)
 OBS_INDEX = {name: i for i, name in enumerate(o[0] for o in OBS_TABLE_ALL)}
