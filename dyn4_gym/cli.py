@@ -120,10 +120,12 @@ class Parser(argparse.ArgumentParser):
         if env_id not in env_ids():
             self.fail(flag, f"{env_id!r} is not a dyn4_gym id; the ids are {', '.join(env_ids())}")
 
-    def add_policy(self, help: str = "'classical', a differentiable-trainer model (.pt) or an SB3 model (.zip)") -> None:
-        """``--policy``: ``classical`` or a file that exists."""
+    def add_policy(self, help: str = "'classical', 'pretrained' (the agent shipped for --env-id; 'pretrained:shac'), "
+                                     "a differentiable-trainer model (.pt) or an SB3 model (.zip)") -> None:
+        """``--policy``: ``classical``, ``pretrained[:METHOD]`` or a file that exists."""
         self.add_argument("--policy", default="classical", help=help)
-        self._checks.append(lambda ns: ns.policy == "classical" or self.check_file("--policy", ns.policy))
+        self._checks.append(lambda ns: ns.policy == "classical" or ns.policy.split(":")[0] == "pretrained"
+                            or self.check_file("--policy", ns.policy))
 
     def add_output(self, flag: str, default, kind: str = "dir", help: str | None = None) -> None:
         """An output flag, checked writable (:meth:`check_output`) unless it is None."""

@@ -1,5 +1,6 @@
-"""Load any policy the scripts accept: the classical controller, a differentiable-trainer
-checkpoint (.pt) or an SB3 model (.zip), as ``policy(obs (B, 30) tensor) -> actions (B, 2)``."""
+"""Load any policy the scripts accept: the classical controller, a shipped agent
+(``pretrained[:METHOD]`` with an env id), a differentiable-trainer checkpoint (.pt) or an SB3
+model (.zip), as ``policy(obs (B, 30) tensor) -> actions (B, 2)``."""
 
 from __future__ import annotations
 
@@ -44,6 +45,22 @@ def load_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | N
 
     if path == "classical":
         return PurePursuit.for_env(env({}, None)), "classical (pure pursuit)", env({}, None)
+    if path.split(":")[0] == "pretrained":  # "pretrained" or "pretrained:METHOD": the agent shipped for env_id
+        from .pretrained import pretrained_path
+
+        if env_id is None:
+            from ..cli import UsageError
+
+            raise UsageError("--policy pretrained needs --env-id: the task whose shipped agent to load")
+        method = path.split(":", 1)[1] if ":" in path else "shac"
+        try:
+            path = pretrained_path(env_id, method)
+        except ValueError as exc:
+            from ..cli import UsageError
+
+            raise UsageError(str(exc)) from None
+        policy, _ = SHAC.load_policy(path)
+        return policy, f"pretrained {method} for {env_id}", env({}, None)
     if path.endswith(".zip"):
         from .sb3_glue import sb3_policy
 
