@@ -14,8 +14,9 @@ courses at each of ``--evals`` points; each evaluation is a row of ``<out>/ablat
 as it comes, and a rerun with the same ``--out`` skips the finished runs (resumable). The table
 gives, per variant and point, the finish rate over seeds x courses with its stratified 95 %
 interval, the IQM of the task's metric (an unfinished course counts as infinitely slow), the
-penalised mean (unfinished at the truncation time) and, against ``base``, the paired finish-rate
-difference with its interval.
+penalised mean (unfinished at the truncation time), against ``base`` the paired finish-rate
+difference with its interval, and where the runs fail (``ablation_diag.csv``): the mean speed and
+the shares of courses crashed and still driving at the truncation.
 
 The variants (written down before any ran; their weights from the reward's scale: a step at
 20 m/s earns ~1 m of progress, a crash costs 100): ``edgeW``, the corridor barrier
@@ -56,7 +57,17 @@ VARIANTS = {"base": {},
             # time, so the training reward's crash at Race-v0's weight (the evaluation keeps 100),
             # alone and with the barrier giving the gradient the flag lacks
             "term20": {"env": {"reward_weights": {"termination": 20.0}}},
-            "edge10+term20": {"edge_barrier": 10.0, "env": {"reward_weights": {"termination": 20.0}}}}
+            "edge10+term20": {"edge_barrier": 10.0, "env": {"reward_weights": {"termination": 20.0}}},
+            # the third batch, written down before the second finished: the exploration noise.
+            # SHACConfig's initial log-std -1 puts a std of 0.37 on the pre-tanh steer, +-0.2 rad
+            # at the wheel, in a 4 m corridor at 10-20 m/s; eco's -2 (LIMIT_SHAC) is the
+            # benchmark's other setting
+            "std2": {"init_log_std": -2.0},
+            "std2+edge10": {"init_log_std": -2.0, "edge_barrier": 10.0}}
+# what each evaluation adds beside the metric (ablation_diag.csv): where the runs fail. A course
+# ends finished, crashed (the corridor or the roll limit before the truncation) or still driving
+# at the truncation (too slow); mean_speed [m/s] over the time driven
+DIAG_FIELDS = ("task", "variant", "seed", "point", "mean_speed", "crashed", "truncated")
 FIELDS = ("task", "variant", "seed", "point", "env_steps", "wall_s", "finished", "metric", "per_course")
 
 
@@ -77,10 +88,10 @@ def read(path: str) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def append(path: str, row: dict) -> None:
+def append(path: str, row: dict, fields: tuple = FIELDS) -> None:
     new = not os.path.exists(path)
     with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w = csv.DictWriter(f, fieldnames=fields)
         if new:
             w.writeheader()
         w.writerow(row)
@@ -103,6 +114,14 @@ def run_one(args, path: str, variant: str, seed: int) -> None:
         row = dict(task=args.task, variant=variant, seed=seed, point=target, env_steps=agent.env_steps, wall_s=round(wall, 2),
                    finished=float(np.isfinite(m).mean()), metric=L.iqm(m), per_course=" ".join(f"{v:.6g}" for v in m))
         append(path, row)
+        # positions per course: the start and one per step driven (NaN after the end)
+        steps = np.isfinite(ev.traces[:, :, 0]).sum(0) - 1
+        ended_early = steps < L.LIMITS[args.task][1]["episode_steps"]
+        unfinished = ~np.isfinite(m)
+        append(path.replace("ablation.csv", "ablation_diag.csv"),
+               dict(task=args.task, variant=variant, seed=seed, point=target, mean_speed=ev.mean_speed,
+                    crashed=float((unfinished & ended_early).mean()), truncated=float((unfinished & ~ended_early).mean())),
+               DIAG_FIELDS)
         print(f"{variant:12s} seed {seed}  {agent.env_steps:>8,}/{budget:,}  finished {row['finished']:.2f}  "
               f"IQM {row['metric']:.2f}  train {wall:.0f} s", flush=True)
 
@@ -119,12 +138,24 @@ def tables(rows: list[dict], task: str) -> dict:
     return out
 
 
-def report(rows: list[dict], task: str) -> str:
+def diagnostics(rows: list[dict], task: str) -> dict:
+    """(variant, point) -> the mean over seeds of mean_speed, crashed and truncated."""
+    acc: dict = {}
+    for r in rows:
+        if r["task"] == task:
+            acc.setdefault((r["variant"], int(r["point"])), {})[int(r["seed"])] = \
+                [float(r[k]) for k in ("mean_speed", "crashed", "truncated")]
+    return {k: np.mean(list(v.values()), axis=0) for k, v in acc.items()}
+
+
+def report(rows: list[dict], task: str, diag_rows: list[dict] = ()) -> str:
     """The ablation table (markdown)."""
     cap = L._cap(task)
     tabs = tables(rows, task)
-    lines = ["| variant | env steps | seeds | finished [95 % CI] | IQM | penalised mean | finished vs base (paired) |",
-             "|---|---|---|---|---|---|---|"]
+    diag = diagnostics(list(diag_rows), task)
+    lines = ["| variant | env steps | seeds | finished [95 % CI] | IQM | penalised mean | finished vs base (paired) "
+             "| mean speed | crashed | still driving at the end |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for (variant, steps), per in sorted(tabs.items(), key=lambda kv: (list(VARIANTS).index(kv[0][0]), kv[0][1])):
         seeds = sorted(per)
         v = np.stack([per[s] for s in seeds])
@@ -139,7 +170,10 @@ def report(rows: list[dict], task: str) -> str:
             paired = f"{d:+.2f} [{dlo:+.2f}, {dhi:+.2f}] ({len(shared)} seeds)"
         iqm = f"{fig['iqm']:.2f}" if np.isfinite(fig["iqm"]) else "none (> 25 % unfinished)"
         pm = f"{fig['penalised_mean']:.2f}" if cap is not None else ""
-        lines.append(f"| {variant} | {steps:,} | {len(seeds)} | {fig['counted']:.2f} [{lo:.2f}, {hi:.2f}] | {iqm} | {pm} | {paired} |")
+        d = diag.get((variant, steps))
+        extra = f"{d[0]:.1f} m/s | {d[1]:.2f} | {d[2]:.2f}" if d is not None else "- | - | -"
+        lines.append(f"| {variant} | {steps:,} | {len(seeds)} | {fig['counted']:.2f} [{lo:.2f}, {hi:.2f}] | {iqm} | {pm} | {paired} "
+                     f"| {extra} |")
     return "\n".join(lines)
 
 
@@ -167,7 +201,7 @@ def main(argv=None) -> int:
                         and int(r["seed"]) == seed and int(r["env_steps"]) >= budget]
                 if not done:
                     run_one(args, path, variant, seed)
-    print(report(read(path), args.task))
+    print(report(read(path), args.task, read(path.replace("ablation.csv", "ablation_diag.csv"))))
     return 0
 
 
