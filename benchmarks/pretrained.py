@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import learning as L  # noqa: E402  the benchmark's settings, one home
 
 from dyn4_gym import provenance  # noqa: E402
+from dyn4_gym.agents import SHAC  # noqa: E402
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate, task_figures  # noqa: E402
 from dyn4_gym.agents.pretrained import PRETRAINED_DIR  # noqa: E402
 from dyn4_gym.envs.ids import id_kwargs  # noqa: E402
@@ -66,12 +67,11 @@ def make(env_id: str, compile: bool) -> dict:
     os.makedirs(PRETRAINED_DIR, exist_ok=True)
     stem = os.path.join(PRETRAINED_DIR, f"{env_id}__shac")
     run.agent.save(stem + ".pt")
-    from dyn4_gym.agents.pretrained import pretrained
-
+    policy, _ = SHAC.load_policy(stem + ".pt")  # what pretrained() will load, read back from the file
     rec = dict(env_id=env_id, method="shac", seed=SEED, env_steps=run.env_steps, train_wall_s=round(wall, 1),
                settings=f"benchmarks/learning.py's SHAC on its task {task!r}",
                command=f"python benchmarks/pretrained.py --ids {env_id}", commit=commit(),
-               machine=provenance.machine(), figures=figures(pretrained(env_id), env_id))
+               machine=provenance.machine(), figures=figures(policy, env_id))
     with open(stem + ".json", "w") as f:
         json.dump(rec, f, indent=1)
         f.write("\n")
