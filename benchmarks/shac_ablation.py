@@ -64,6 +64,10 @@ VARIANTS = {"base": {},
             # benchmark's other setting
             "std2": {"init_log_std": -2.0},
             "std2+edge10": {"init_log_std": -2.0, "edge_barrier": 10.0}}
+# the fourth batch (written down after the third: at log-std -2 the policies drove 14-15 m/s and
+# crashed on nearly every course where -1's crawled, and std2+edge10 finished its first courses):
+# std2 and std2+edge10 at five times the budget (--scale 5: 1M env steps, PPO's curve still
+# rising at 2M), evaluated at every 200k
 # what each evaluation adds beside the metric (ablation_diag.csv): where the runs fail. A course
 # ends finished, crashed (the corridor or the roll limit before the truncation) or still driving
 # at the truncation (too slow); mean_speed [m/s] over the time driven

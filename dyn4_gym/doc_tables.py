@@ -1,6 +1,6 @@
 """The docs' tables that restate code, made from their source (issue 47): the registered ids, the
-reward terms, the observation entries, and the learning benchmark's results
-(``docs/learning_summary.json``).
+reward terms, the observation entries, the learning benchmark's results
+(``docs/learning_summary.json``) and the shipped agents' figures (their records).
 
 In a Markdown file a generated table sits between two markers,
 
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 __all__ = ["TABLES", "render", "fill", "files", "ids_table", "ids_short_table", "reward_terms_table", "observation_table",
-           "results_table"]
+           "results_table", "pretrained_table"]
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository (the docs' tables are a checkout's, not a wheel's)
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated: (?P=name) -->)", re.S)
@@ -153,8 +153,21 @@ def results_table(summary: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+def pretrained_table() -> str:
+    """The shipped agents (dyn4_gym/agents/pretrained.py) and the held-out figures in their records."""
+    from .agents.pretrained import available, pretrained_record
+
+    lines = ["| id | method | env steps | seed | counted [95 % CI] | IQM [95 % CI] |", "|---|---|---|---|---|---|"]
+    for env_id, method in available():
+        rec = pretrained_record(env_id, method)
+        f = rec["figures"]
+        lines.append(f"| `{env_id}` | {method.upper()} | {rec['env_steps']:,} | {rec['seed']} | "
+                     f"{f['counted']:.2f} {_ci(f['counted_ci95'])} ({f['counts']}, {f['courses']} courses) | {_iqm(f, f['unit'])} |")
+    return "\n".join(lines)
+
+
 TABLES = {"ids": ids_table, "ids-short": ids_short_table, "reward-terms": reward_terms_table,
-          "observations": observation_table, "results": results_table}
+          "observations": observation_table, "results": results_table, "pretrained": pretrained_table}
 
 
 def render(name: str) -> str:
