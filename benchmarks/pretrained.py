@@ -34,7 +34,7 @@ from dyn4_gym.envs.ids import id_kwargs  # noqa: E402
 
 # the ids shipped, and the learning benchmark's task whose settings train each
 TASK_OF = {"Dyn4Humvee-v1": "default", "Dyn4HumveeFlat-v1": "flat", "Dyn4HumveeRace-v0": "race",
-           "Dyn4HumveeEco-v1": "eco", "Dyn4HumveeEco-v2": "eco_v2"}
+           "Dyn4HumveeEco-v1": "eco", "Dyn4HumveeEco-v2": "eco_v2", "Dyn4HumveeRace-v1": "race_v1"}
 SEED = 0
 
 
