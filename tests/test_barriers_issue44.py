@@ -93,3 +93,18 @@ def test_shac_with_barriers_trains_on_them():
         agent.env.state = dataclasses.replace(st, x=x)
         losses.append(agent.iteration()["actor_loss"])
     assert losses[1] > losses[0] + 1.0  # 3 steps at ~0.5 m past the start at weight 10: ~2.5 a step
+
+
+def test_the_benchmark_trains_shac_on_race_v1_with_the_ablations_winner(load_script):
+    """benchmarks/learning.py's SHAC on Race-v1: the initial log-std -2 and the corridor barrier
+    over 1M env steps (the schedule decaying over them); the other tasks keep their budgets."""
+    lb = load_script("benchmarks/learning.py")
+    assert lb.budget_of("race_v1", "shac") == 1_000_000 and lb.budget_of("race", "shac") == 200_000
+    assert lb.budget_of("race_v1", "ppo") == 2_000_000 and lb.budget_of("race_v1", "shac", 0.5) == 500_000
+    run = lb.make_run("shac", "race_v1", 0, 2.0, compile=False)
+    c = run.agent.config
+    assert (c.init_log_std, c.edge_barrier, c.lr_decay_steps) == (-2.0, 10.0, 1_000_000)
+    # the ablation's base stays the settings before it (its table reproduces)
+    ab = load_script("benchmarks/shac_ablation.py")
+    base = ab.make_agent("race_v1", "base", 0, ab.BASE_BUDGET, False).config
+    assert (base.init_log_std, base.edge_barrier, base.lr_decay_steps) == (-1.0, 0.0, 200_000)
