@@ -59,8 +59,9 @@ def make(env_id: str, compile: bool) -> dict:
     task = TASK_OF[env_id]
     budget = L.budget_of(task, "shac")
     # each task's compiled step afresh: dynamo's recompile limit (8 a function) counts across
-    # tasks in one process, and past it the step runs eager (measured: the fourth task of a run
-    # here trained 5x slower); Inductor's disk cache keeps the recompiles cheap
+    # tasks in one process, and past it the step runs eager (measured: the second task of a run
+    # here trained 2.6x slower than the first, the fourth over 21 min where ~4 were expected);
+    # Inductor's disk cache keeps the recompiles cheap
     torch._dynamo.reset()
     torch.manual_seed(SEED)
     # the benchmark's default energy weight (the tasks at the limits ignore it: their own weights)
