@@ -83,13 +83,17 @@ def make(env_id: str, compile: bool) -> dict:
     return rec
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ids", nargs="+", choices=tuple(TASK_OF), default=list(TASK_OF))
     ap.add_argument("--force", action="store_true", help="make an id again even if it ships")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     torch.set_num_threads(args.threads)
     for env_id in args.ids:
         if not args.force and os.path.exists(os.path.join(PRETRAINED_DIR, f"{env_id}__shac.json")):

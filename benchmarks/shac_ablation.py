@@ -196,7 +196,7 @@ def report(rows: list[dict], task: str, diag_rows: list[dict] = ()) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", choices=tuple(L.LIMITS), default="race_v1")
     ap.add_argument("--variants", nargs="+", choices=tuple(VARIANTS), default=list(VARIANTS))
@@ -208,7 +208,11 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=cli.int_in(1, 256), default=1, help="torch threads (one run at a time)")
     ap.add_argument("--out", default="runs/shac_ablation")
     ap.add_argument("--report-only", action="store_true")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(args.threads)
     path = os.path.join(args.out, "ablation.csv")
