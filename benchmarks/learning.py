@@ -162,6 +162,13 @@ def eval_points(task: str, budget: int, scale: float, evals: int) -> list[int]:
 # ------------------------------------------------------------------------------------ trainers
 class ShacRun:
     def __init__(self, env_kwargs: dict, seed: int, compile: bool = True, config: SHACConfig | None = None):
+        if compile:
+            # each run's compiled step afresh: dynamo's recompile limit (8 a function) counts
+            # across the runs of one process, and past it the step runs eager, slower and in other
+            # floats (measured in benchmarks/pretrained.py's first run: the second task trained
+            # 2.6x slower than the first, the fourth over 21 min where ~4 were expected);
+            # Inductor's disk cache keeps the recompiles cheap
+            torch._dynamo.reset()
         config = config or SHACConfig(**SHAC_SETTINGS, seed=seed)
         self.agent = SHAC(dataclasses.replace(config, compile=compile, seed=seed), env_kwargs)
         self.grad_norm = float("nan")

@@ -58,12 +58,7 @@ def commit() -> str:
 def make(env_id: str, compile: bool) -> dict:
     task = TASK_OF[env_id]
     budget = L.budget_of(task, "shac")
-    # each task's compiled step afresh: dynamo's recompile limit (8 a function) counts across
-    # tasks in one process, and past it the step runs eager (measured: the second task of a run
-    # here trained 2.6x slower than the first, the fourth over 21 min where ~4 were expected);
-    # Inductor's disk cache keeps the recompiles cheap
-    torch._dynamo.reset()
-    torch.manual_seed(SEED)
+    torch.manual_seed(SEED)  # make_run resets dynamo's caches for each run (learning.ShacRun)
     # the benchmark's default energy weight (the tasks at the limits ignore it: their own weights)
     run = L.make_run("shac", task, SEED, L.DEFAULT_WEIGHTS["energy"], compile, budget)
     t0 = time.perf_counter()
