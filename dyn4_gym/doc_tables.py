@@ -105,9 +105,9 @@ def observation_table() -> str:
 
 
 def _ci(pair, fmt: str = ".2f") -> str:
-    # an end of None: the statistic is infinite there (over a quarter of the resampled courses
+    # an end of None or inf: the statistic is infinite there (over a quarter of the resampled courses
     # uncounted), so the interval is open on that side
-    lo, hi = (("open" if v is None else format(v, fmt)) for v in pair)
+    lo, hi = (("open" if v is None or not math.isfinite(v) else format(v, fmt)) for v in pair)
     return "-" if lo == hi == "open" else f"[{lo}, {hi}]"
 
 
