@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["ConfigError", "GroundKernelError", "is_num", "check_positive", "check_nonneg", "check_int", "check_range", "check_int_range"]
+__all__ = ["ConfigError", "CheckpointError", "GroundKernelError", "is_num", "check_positive", "check_nonneg", "check_int", "check_range", "check_int_range"]
 
 
 class ConfigError(ValueError):
     """A bad configuration value; the message starts with the key's dotted path."""
+
+
+class CheckpointError(ValueError):
+    """A policy or checkpoint file that cannot be loaded (missing, truncated, foreign or crafted).
+    Here, beside ``ConfigError``, so the scripts' error handling (cli.py) needs no trainer."""
 
 
 class GroundKernelError(RuntimeError):

@@ -187,11 +187,10 @@ def script(main=None, *, default_torch_threads: int | None = 1):
     status 2. ``@script`` or ``@script(default_torch_threads=None)``."""
     if main is None:
         return functools.partial(script, default_torch_threads=default_torch_threads)
-    from ._checks import ConfigError
+    from ._checks import CheckpointError, ConfigError
 
     @functools.wraps(main)
     def run(argv=None):
-        from .agents.shac import CheckpointError
         from .threads import script_threads
 
         try:

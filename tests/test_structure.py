@@ -224,3 +224,14 @@ def test_no_import_runs_upward(layer):
         for target in _dyn4_imports(path):
             assert target in _LAYERS and _LAYERS[target] <= _LAYERS[layer], \
                 f"{path.relative_to(ROOT)} imports dyn4_gym.{target}, above its layer {layer!r}"
+
+
+def test_the_scripts_helpers_import_no_trainer():
+    """cli.py (every script's flags and error handling) imports nothing of dyn4_gym.agents: the
+    trainers import cli, so the other way round was an import circle (issue 49);
+    ``CheckpointError`` lives in ``_checks`` beside ``ConfigError``."""
+    from dyn4_gym import _checks
+    from dyn4_gym.agents import CheckpointError
+
+    assert "agents" not in _dyn4_imports(ROOT / "dyn4_gym" / "cli.py")
+    assert CheckpointError is _checks.CheckpointError

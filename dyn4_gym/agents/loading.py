@@ -69,7 +69,7 @@ def load_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | N
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) + "/" + os.path.basename(path)
         return policy, name + (f" (trained on {task})" if task else ""), env(saved, task)
     if vecnormalize is not None:
-        from .shac import CheckpointError
+        from .._checks import CheckpointError
 
         raise CheckpointError(f"a normaliser ({vecnormalize}) goes with an SB3 model (.zip), not with {path}")
     policy, saved = SHAC.load_policy(path)  # the policy alone: no training env of the file's size

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .._checks import CheckpointError
 from ..cli import strict_json
 from ..envs import Dyn4DiffEnv
 from .barriers import termination_barrier
@@ -37,10 +38,6 @@ from .barriers import termination_barrier
 __all__ = ["SHACConfig", "shac_published", "SHAC", "SHACPolicy", "RunningNorm", "Actor", "Critic", "CheckpointError", "CHECKPOINT_FORMAT"]
 
 CHECKPOINT_FORMAT = "dyn4-gym-shac-1"
-
-
-class CheckpointError(ValueError):
-    """A policy or checkpoint file that cannot be loaded (missing, truncated, foreign or crafted)."""
 
 
 def _why(exc: Exception) -> str:
