@@ -235,3 +235,13 @@ def test_the_scripts_helpers_import_no_trainer():
 
     assert "agents" not in _dyn4_imports(ROOT / "dyn4_gym" / "cli.py")
     assert CheckpointError is _checks.CheckpointError
+
+
+def test_the_plant_kernels_import_nothing_of_the_powertrains():
+    """numba_powertrain builds on numba_plant, never the other way (the chain that binds a ground
+    sampler, with_sampler, lives with the powertrain's substep it ends in; issue 49)."""
+    import ast
+
+    tree = ast.parse((ROOT / "dyn4_gym" / "engine" / "numba_plant.py").read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not {m for m in imported if m and "numba_powertrain" in m}

@@ -1,7 +1,7 @@
 """The built-in terrain kinds' ground for the kernels, and how a kind reaches them.
 
 Every kernel samples the ground through one function on the packed ground ``T``, bound into the
-kernels at compile time (numba_plant.with_sampler):
+kernels at compile time (numba_powertrain.with_sampler):
 ``sampler(b, X, Y, T, slope_step) -> (mu, h [m], dh/dX, dh/dY)`` at world point ``(X, Y)`` of row
 ``b``, the slopes in the world frame. ``slope_step`` is 0 where the plant needs no slopes, and
 otherwise the torch plant's central-difference step ``SLOPE_STEP L`` [m] (corners.ground_under):

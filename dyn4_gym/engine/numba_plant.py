@@ -218,7 +218,7 @@ def rough_ground(b, X, Y, T, slope_step):
     return mu, height_at(b, X, Y, T), 0.0, 0.0
 
 
-# the ground sampler of the functions below (the rough kind's); with_sampler rebuilds them with another
+# the ground sampler of the functions below (the rough kind's); numba_powertrain.with_sampler rebuilds them with another
 sampler = rough_ground
 
 
@@ -302,7 +302,7 @@ def _sign(v):
 def ground_under_row(b, Xp, Yp, psi, P, slopes, T, W, row=W_.MU):
     """Friction, height and body-frame slopes under the wheels into ``W[MU, HG, SBX, SBY]`` (or
     the four rows from ``row``, in that order), from the terrain kind's sampler on its packed
-    ground ``T`` (the module's global ``sampler``, :func:`rough_ground`; :func:`with_sampler`
+    ground ``T`` (the module's global ``sampler``, :func:`rough_ground`; :func:`~.numba_powertrain.with_sampler`
     rebuilds this chain with another). The slope step is the torch plant's central
     difference step (corners.ground_under), for samplers without an exact gradient."""
     c_psi, s_psi = math.cos(psi), math.sin(psi)
@@ -311,7 +311,7 @@ def ground_under_row(b, Xp, Yp, psi, P, slopes, T, W, row=W_.MU):
         xw, yw = P[PK.X_W + i], P[PK.Y_W + i]
         wx = Xp + c_psi * xw - s_psi * yw
         wy = Yp + s_psi * xw + c_psi * yw
-        mu, h, hx, hy = sampler(b, wx, wy, T, step)  # the module's global (with_sampler)
+        mu, h, hx, hy = sampler(b, wx, wy, T, step)  # the module's global (numba_powertrain.with_sampler)
         W[row, i] = mu
         W[row + 1, i] = h
         if slopes:  # the world-frame slope turned into the body frame
@@ -707,21 +707,6 @@ def sampler_tag(ground) -> str:
 def friction_point(b, X, Y, T):
     """The ground's friction at one world point ``(X, Y)`` [m] of row ``b`` (the bound sampler's)."""
     return sampler(b, X, Y, T, 0.0)[0]
-
-
-def with_sampler(ground, cache: bool) -> dict:
-    """The functions that sample the ground, rebuilt with the sampler ``ground`` as their global
-    ``sampler``: ``{name: build}``, by the names the entry kernels call them. A global is bound
-    at compile time; a sampler passed from Python as an argument costs Numba a type lookup on
-    every call (measured 4.2 us, a tenth of a single env's step)."""
-    from .numba_powertrain import drive_substep_row
-
-    sfx = "_" + sampler_tag(ground)
-    gur = rebuild(ground_under_row, sfx, cache, sampler=ground)
-    bk = rebuild(books_row, sfx, cache, ground_under_row=gur)
-    sub = rebuild(substep_row, sfx, cache, books_row=bk)
-    return dict(ground_under_row=gur, substep_row=sub, friction_point=rebuild(friction_point, sfx, cache, sampler=ground),
-                drive_substep_row=rebuild(drive_substep_row, sfx, cache, substep_row=sub))
 
 
 def serial_and_parallel(fn, names=None, suffix: str = "", cache: bool = True):

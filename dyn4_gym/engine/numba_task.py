@@ -33,8 +33,8 @@ from ..model.packed import CC, GC, PK, SC
 from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, OBS_INDEX, TERM, TERM_ORDER
 from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, friction_point, ground_under_row, height_at,
-                          loads_row, rebuild, sampler_tag, serial_and_parallel, solve_sym3, substep_row, with_sampler)
-from .numba_powertrain import N_PF, drive_substep_row
+                          loads_row, rebuild, sampler_tag, serial_and_parallel, solve_sym3, substep_row)
+from .numba_powertrain import N_PF, drive_substep_row, with_sampler
 
 __all__ = ["NumbaState", "reset_rows", "observe", "step", "guard_rows"]
 
@@ -528,7 +528,7 @@ _KERNELS = {None: {name: serial_and_parallel(fn) for name, fn in _ENTRIES.items(
 def kernels(ground=None, cache: bool = True) -> dict:
     """The task's entry kernels ``{name: (serial, parallel)}`` with the ground sampler ``ground``
     (None: the rough kind's, the module's own builds). Another sampler gets its own builds of the
-    chain that samples the ground (numba_plant.with_sampler); only the rough kind resets in the
+    chain that samples the ground (numba_powertrain.with_sampler); only the rough kind resets in the
     kernel. Built once per sampler; compiled on first call (on disk with ``cache``)."""
     if ground not in _KERNELS:
         chain = with_sampler(ground, cache)
