@@ -152,8 +152,7 @@ def tables(rows: list[dict], task: str) -> dict:
     for r in rows:
         if r["task"] != task:
             continue
-        v = np.array([float(x) for x in r["per_course"].split()])
-        out.setdefault((r["variant"], int(r["point"])), {})[int(r["seed"])] = v
+        out.setdefault((r["variant"], int(r["point"])), {})[int(r["seed"])] = L.per_course(r)
     return out
 
 

@@ -27,7 +27,7 @@ import os
 import sys
 import tempfile
 
-__all__ = ["Parser", "UsageError", "script", "positive_int", "nonneg_int", "positive_float", "int_in", "float_in",
+__all__ = ["Parser", "UsageError", "pretrained_method", "script", "positive_int", "nonneg_int", "positive_float", "int_in", "float_in",
            "seed", "json_object", "write_json", "write_text", "strict_json"]
 
 
@@ -84,6 +84,13 @@ def _prog(file: str | None) -> str:
     return "python -m dyn4_gym" if name == "__main__.py" else name
 
 
+def pretrained_method(policy: str) -> str | None:
+    """The method a ``--policy`` value names a shipped agent of: ``"pretrained"`` is SHAC's,
+    ``"pretrained:METHOD"`` that method's; None for any other value (classical, a file)."""
+    kind, _, method = policy.partition(":")
+    return (method or "shac") if kind == "pretrained" else None
+
+
 class Parser(argparse.ArgumentParser):
     """``argparse`` with the convention: errors are one line on stderr, exit 2. The program's
     name is the calling script's file name."""
@@ -124,7 +131,7 @@ class Parser(argparse.ArgumentParser):
                                      "a differentiable-trainer model (.pt) or an SB3 model (.zip)") -> None:
         """``--policy``: ``classical``, ``pretrained[:METHOD]`` or a file that exists."""
         self.add_argument("--policy", default="classical", help=help)
-        self._checks.append(lambda ns: ns.policy == "classical" or ns.policy.split(":")[0] == "pretrained"
+        self._checks.append(lambda ns: ns.policy == "classical" or pretrained_method(ns.policy) is not None
                             or self.check_file("--policy", ns.policy))
 
     def add_output(self, flag: str, default, kind: str = "dir", help: str | None = None) -> None:

@@ -33,13 +33,12 @@ def test_each_snippet_runs_on_its_own(page, k, code, tmp_path, monkeypatch):
 # The scripts' command lines the docs show (README.md and docs/*.md: bash blocks, a line ending
 # in a backslash joined to the next, and inline code spans), each parsed by its script's own
 # parse_args as a user would type it: a flag renamed or a value the script refuses fails here.
-DOCS = PAGES
 SCRIPT = r"python (?:(?:agents|benchmarks|envs)/\w+\.py|-m dyn4_gym(?:\.\w+)*)(?:\s|$)"
 
 
 def _commands() -> list[tuple[str, str]]:
     out = []
-    for doc in DOCS:
+    for doc in PAGES:
         text = doc.read_text()
         blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
         blocks += re.findall(r"^ {4}(python (?:[^\n]*\\\n)*[^\n]*)", text, flags=re.M)  # indented code

@@ -32,6 +32,7 @@ def load_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | N
     where the file tells (:func:`trained_on`). A bad file raises ``CheckpointError``, never a raw
     traceback. ``vecnormalize`` names an SB3 model's observation normaliser (else the one beside
     it, ``find_vecnormalize``)."""
+    from ..cli import UsageError, pretrained_method
     from ..envs.ids import id_kwargs
     from .classical import PurePursuit
     from .shac import SHAC
@@ -45,19 +46,15 @@ def load_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | N
 
     if path == "classical":
         return PurePursuit.for_env(env({}, None)), "classical (pure pursuit)", env({}, None)
-    if path.split(":")[0] == "pretrained":  # "pretrained" or "pretrained:METHOD": the agent shipped for env_id
+    method = pretrained_method(path)
+    if method is not None:  # "pretrained" or "pretrained:METHOD": the agent shipped for env_id
         from .pretrained import pretrained_path
 
         if env_id is None:
-            from ..cli import UsageError
-
             raise UsageError("--policy pretrained needs --env-id: the task whose shipped agent to load")
-        method = path.split(":", 1)[1] if ":" in path else "shac"
         try:
             path = pretrained_path(env_id, method)
         except ValueError as exc:
-            from ..cli import UsageError
-
             raise UsageError(str(exc)) from None
         policy, _ = SHAC.load_policy(path)
         return policy, f"pretrained {method} for {env_id}", env({}, None)

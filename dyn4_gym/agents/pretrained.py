@@ -24,7 +24,6 @@ __all__ = ["PRETRAINED_DIR", "SIZE_BUDGET", "available", "pretrained", "pretrain
 
 PRETRAINED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "pretrained")
 SIZE_BUDGET = 4 * 2**20  # [bytes] every shipped agent together (tests/test_pretrained_issue47.py holds it)
-METHODS = ("shac",)
 
 
 def _stem(env_id: str, method: str) -> str:
@@ -45,8 +44,9 @@ def available() -> list[tuple[str, str]]:
 
 
 def _check(env_id: str, method: str) -> None:
-    if (env_id, method) not in available():
-        ships = ", ".join(f"{i} ({m})" for i, m in available()) or "none"
+    ships = available()
+    if (env_id, method) not in ships:
+        ships = ", ".join(f"{i} ({m})" for i, m in ships) or "none"
         raise ValueError(f"no pretrained {method!r} agent for {env_id!r}; shipped: {ships}")
 
 

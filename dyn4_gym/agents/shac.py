@@ -33,6 +33,7 @@ from torch import nn
 from .._checks import CheckpointError
 from ..cli import strict_json
 from ..envs import Dyn4DiffEnv
+from ..model.task import obs_scale
 from .barriers import termination_barrier
 
 __all__ = ["SHACConfig", "shac_published", "SHAC", "SHACPolicy", "RunningNorm", "Actor", "Critic", "CheckpointError", "CHECKPOINT_FORMAT"]
@@ -307,7 +308,8 @@ class SHAC:
         self.episode_returns: list[float] = []
         self.episode_lines: list[dict] = []  # per finished episode: reward terms and energy lines summed
         self._ep_ret = torch.zeros(config.num_envs, device=dev)
-        self._roll_col = self.env.core.obs_names.index("roll")  # the barriers read the roll from here
+        # the barriers read the roll back from the observation: its column and scale
+        self._roll_col, self._roll_scale = self.env.core.obs_names.index("roll"), obs_scale("roll")
         self._ep_lines: dict = {}
 
     # ------------------------------------------------------------------ one window
@@ -392,7 +394,7 @@ class SHAC:
         """The termination's surrogates at a step's end ``(B,)`` (agents/barriers.py), from its
         cross-track error and the roll read back from the observation it ended with."""
         c, core = self.config, self.env.core
-        roll = info["final_obs"][:, self._roll_col] * core._scales[..., self._roll_col]
+        roll = info["final_obs"][:, self._roll_col] * self._roll_scale
         return termination_barrier(info["cross_track"], roll, core.cfg.course.half_width, core.cfg.roll_limit,
                                    c.edge_margin, c.edge_barrier, c.roll_frac, c.roll_barrier).float()
 
