@@ -91,7 +91,7 @@ def reward_terms_table() -> str:
 
 def observation_table() -> str:
     """Every observation entry in order: unit, scale, and which envs observe it (model/task.py)."""
-    from .model.task import OBS_CLOCK, OBS_DOC, OBS_TABLE, OBS_TABLE_ALL, OBS_TABLE_DRIVER
+    from .model.task import OBS_CLOCK, OBS_DOC, OBS_TABLE, OBS_TABLE_ALL, OBS_TABLE_DRIVER, SENSOR_DOC
 
     when = {o[0]: "always" for o in OBS_TABLE}
     when.update({o[0]: '`action="driver"`' for o in OBS_TABLE_DRIVER[len(OBS_TABLE):]})
@@ -101,6 +101,11 @@ def observation_table() -> str:
     for name, unit, scale in OBS_TABLE_ALL:
         sc = scale_of.get(scale, f"{scale:g}" if not isinstance(scale, str) else scale)
         lines.append(f"| `{name}` | {OBS_DOC[name]} | {unit} | {sc} | {when.get(name, '`course.preview_friction`')} |")
+    sensor_scale = {"max_range": "`sensors.max_range`"}
+    for pattern, (unit, scale, doc) in SENSOR_DOC.items():
+        sc = sensor_scale.get(scale, f"{scale:g}" if not isinstance(scale, str) else scale)
+        on = "`sensors.beams`" if pattern.startswith("range") else "`sensors.patch_rows`, `patch_cols`"
+        lines.append(f"| `{pattern}` | {doc} | {unit} | {sc} | {on} |")
     return "\n".join(lines)
 
 

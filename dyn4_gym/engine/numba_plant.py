@@ -709,6 +709,14 @@ def friction_point(b, X, Y, T):
     return sampler(b, X, Y, T, 0.0)[0]
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def ground_point(b, X, Y, T):
+    """The ground's ``(friction, height [m])`` at one world point ``(X, Y)`` [m] of row ``b`` (the
+    bound sampler's)."""
+    mu, h, _, _ = sampler(b, X, Y, T, 0.0)
+    return mu, h
+
+
 def serial_and_parallel(fn, names=None, suffix: str = "", cache: bool = True):
     """One serial and one row-parallel (``prange``) build of the entry ``fn``, its globals
     ``names`` replaced (:func:`rebuild`): a thread pool's start costs more than a small batch's

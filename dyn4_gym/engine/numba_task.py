@@ -29,10 +29,11 @@ from numba import njit, prange
 
 from ..model.books import BOOK, N_BOOKS, N_PT_LINES, PTB
 from ..model.constants import OBS_CLIP, RPM
-from ..model.packed import CC, GC, PK, SC
+from ..model.packed import CC, GC, PK, SC, SN
 from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, OBS_INDEX, TERM, TERM_ORDER
-from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, friction_point, ground_under_row, height_at,
+from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, friction_point, ground_point,
+                          ground_under_row, height_at,
                           loads_row, rebuild, sampler_tag, serial_and_parallel, solve_sym3, substep_row)
 from .numba_powertrain import N_PF, drive_substep_row, with_sampler
 
@@ -258,18 +259,20 @@ def _goal(n, C):
 
 
 @njit(cache=True, error_model="numpy")
-def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, elapsed, budget, goal, ahead, scales, cols, spacing, T, W,
+def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, elapsed, budget, goal, ahead, scales, cols, C, SE, T, W,
                  out):
     """TaskCore.observe for row ``b`` into ``out (len(cols),)`` (float32): the entries ``cols``
     (model.task.OBS indices, in order; ``scales`` theirs) of every entry the task can observe:
     with the powertrain's engine speed and gear (``action="driver"``, ``pts`` its state), the clock
     (``elapsed`` [s] against the ``budget`` [s] and the ``goal``'s arc length [m];
     ``observe_clock``), and the ground's friction at the preview points
-    (``course.preview_friction``, sampled on ``T``).
+    (``course.preview_friction``, sampled on ``T``); then the sensors ``SE`` (model.packed.SN; their
+    scales after the entries' in ``scales``; :func:`_sensors_row`). ``C``: the step constants.
     ``W[MU..SBY]`` hold the ground at ``x`` (the step's last books, or :func:`ground_under_row`)."""
+    spacing = C[SC.SPACING]
     loads_row(x, P, passive, W)
     _, _, e, th = _project(CXY, CH, b, idx, x[S.X], x[S.Y], spacing)
-    no = out.shape[0]
+    no = cols.shape[0]  # the entries of OBS_TABLE_ALL observed; the sensors' follow
     raw = np.zeros(N_OBS_ALL)
     raw[OBS.VX], raw[OBS.VY], raw[OBS.YAW_RATE] = x[S.VX], x[S.VY], x[S.R]
     raw[OBS.ROLL], raw[OBS.PITCH], raw[OBS.ROLL_RATE], raw[OBS.PITCH_RATE] = x[S.PHI], x[S.THETA], x[S.PHID], x[S.THETAD]
@@ -301,21 +304,74 @@ def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, elapsed, budget, go
         if v != v:
             v = 0.0
         out[j] = min(max(v, -OBS_CLIP), OBS_CLIP)
+    if out.shape[0] > no:
+        _sensors_row(b, x, CXY, CH, idx, C[SC.HALF_WIDTH], T, SE, scales, out, no)
 
 
-def _observe_py(rows, PP, grade, passive, T, C, dt, CXY, CH, X, PTS, IDX, SS, TT, VT, ahead, scales, cols, OUT):
-    spacing, budget, goal = C[SC.SPACING], C[SC.BUDGET], _goal(CXY.shape[1], C)
+@njit(cache=True, error_model="numpy")
+def _sensors_row(b, x, CXY, CH, idx, half_width, T, SE, scales, out, o):
+    """The sensors of row ``b`` (envs/sensors.py: range_finder, then ground_patch) into ``out[o:]``,
+    each over its scale ``scales[o + i]`` and clipped as the other entries: ``SE`` packs the beams'
+    angles and the patch's points (model.packed.SN), ``idx`` is the car's course segment."""
+    nb, rmax, win, npts = int(SE[SN.BEAMS]), SE[SN.RANGE], int(SE[SN.WINDOW]), int(SE[SN.POINTS])
+    n = CXY.shape[1]
+    ox, oy, psi = x[S.X], x[S.Y], x[S.PSI]
+    raw = np.empty(nb + 2 * npts)
+    if nb:
+        # the window's edge segments, once for every beam: start (x, y) and run (x, y), the left
+        # edge's then the right's (the centre line moved half_width along its normal)
+        m = 2 * win + 1
+        E = np.empty((2 * m, 4))
+        for i in range(m):
+            c = min(max(idx - win + i, 0), n - 2)
+            nx0, ny0 = -math.sin(CH[b, c]) * half_width, math.cos(CH[b, c]) * half_width
+            nx1, ny1 = -math.sin(CH[b, c + 1]) * half_width, math.cos(CH[b, c + 1]) * half_width
+            for side in range(2):
+                sg = 1.0 if side == 0 else -1.0
+                p0x, p0y = CXY[b, c, XY.X] + sg * nx0, CXY[b, c, XY.Y] + sg * ny0
+                E[side * m + i, 0], E[side * m + i, 1] = p0x, p0y
+                E[side * m + i, 2] = CXY[b, c + 1, XY.X] + sg * nx1 - p0x
+                E[side * m + i, 3] = CXY[b, c + 1, XY.Y] + sg * ny1 - p0y
+    for k in range(nb):
+        a = psi + SE[SN.DATA + k]
+        dx, dy = math.cos(a), math.sin(a)
+        best = rmax
+        for i in range(E.shape[0]):
+            wx, wy, ex, ey = E[i, 0] - ox, E[i, 1] - oy, E[i, 2], E[i, 3]
+            den = dx * ey - dy * ex
+            if den != 0.0:  # parallel: no crossing
+                t = (wx * ey - wy * ex) / den
+                u = (wx * dy - wy * dx) / den
+                if u >= 0.0 and u <= 1.0 and t > 0.0 and t < best:
+                    best = t
+        raw[k] = best
+    if npts:
+        c, sn = math.cos(psi), math.sin(psi)
+        h0 = ground_point(b, ox, oy, T)[1]
+        for q in range(npts):
+            fx, fy = SE[SN.DATA + nb + q], SE[SN.DATA + nb + npts + q]
+            mu, h = ground_point(b, ox + c * fx - sn * fy, oy + sn * fx + c * fy, T)
+            raw[nb + q], raw[nb + npts + q] = mu, h - h0
+    for i in range(raw.shape[0]):
+        v = raw[i] / scales[o + i]
+        if v != v:
+            v = 0.0
+        out[o + i] = min(max(v, -OBS_CLIP), OBS_CLIP)
+
+
+def _observe_py(rows, PP, grade, passive, T, C, dt, CXY, CH, X, PTS, IDX, SS, TT, VT, ahead, scales, cols, SE, OUT):
+    budget, goal = C[SC.BUDGET], _goal(CXY.shape[1], C)
     for r in prange(rows.shape[0]):
         b = rows[r]
         W = np.empty((N_SCRATCH, 4))
         ground_under_row(b, X[b, S.X], X[b, S.Y], X[b, S.PSI], PP[b], passive or grade, T, W)
         _observe_row(b, X[b], PTS[b], PP[b], passive, CXY, CH, IDX[b], SS[b], VT[b], TT[b] * dt, budget, goal, ahead,
-                     scales, cols, spacing, T, W, OUT[r])
+                     scales, cols, C, SE, T, W, OUT[r])
 
 
 # ------------------------------------------------------------------------------------------- step
-def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, cols, driver, Q, maps, X, CXY, CH,
-             IDX, SS, TT, PREV, VT, PTS, OUT, REW, INFOS, FLAGS):
+def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, cols, SE, driver, Q, maps, X, CXY,
+             CH, IDX, SS, TT, PREV, VT, PTS, OUT, REW, INFOS, FLAGS):
     """TaskCore.step for every active row, in place; inactive rows are left as they are, their
     outputs zero (the caller resets them). ``driver``: actions are (steer, throttle, brake) through
     the powertrain (``Q``, ``maps``; state ``PTS``)."""
@@ -445,7 +501,7 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
         for i in range(N_PT):
             PTS[b, i] = scur[i]
         _observe_row(b, cur, scur, P, passive, CXY, CH, idx, s_prev, vt, TT[b] * (hdt * n_sub), C[SC.BUDGET], goal,
-                     ahead, scales, cols, spacing, T, W, OUT[b])
+                     ahead, scales, cols, C, SE, T, W, OUT[b])
 
 
 # ------------------------------------------------------------------------------- the reward terms
@@ -532,9 +588,10 @@ def kernels(ground=None, cache: bool = True) -> dict:
     kernel. Built once per sampler; compiled on first call (on disk with ``cache``)."""
     if ground not in _KERNELS:
         chain = with_sampler(ground, cache)
-        # the observation samples the ground's friction ahead (course.preview_friction) with it too
+        # the observation samples the ground ahead (course.preview_friction, the sensors' patch) with it too
+        sensors = rebuild(_sensors_row, "_" + sampler_tag(ground), cache, ground_point=chain["ground_point"])
         chain["_observe_row"] = rebuild(_observe_row, "_" + sampler_tag(ground), cache,
-                                        friction_point=chain["friction_point"])
+                                        friction_point=chain["friction_point"], _sensors_row=sensors)
         _KERNELS[ground] = {name: serial_and_parallel(_ENTRIES[name], chain, sampler_tag(ground), cache)
                             for name in ("step", "observe")}
     return _KERNELS[ground]
@@ -647,7 +704,7 @@ def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
     obs = np.empty((rows.size, k.n_obs), dtype=np.float32)
     _kernel(k, "observe", rows.size)(rows, st.P, k.grade, k.passive, st.terrain, k.step_consts, k.hdt * k.n_sub,
                                   st.course_xy, st.course_heading, st.x, st.pt, st.idx, st.s, st.t, st.target_speed,
-                                  k.ahead, k.scales, k.cols, obs)
+                                  k.ahead, k.scales, k.cols, k.sense, obs)
     return obs
 
 
@@ -664,7 +721,7 @@ def step(k, st: NumbaState, actions: np.ndarray, active: np.ndarray):
     info = np.empty((B, len(INFO_COLUMNS)))
     flags = np.empty((B, len(FLAG_COLUMNS)), dtype=np.bool_)
     _kernel(k, "step", B)(actions, active, st.P, k.grade, k.passive, k.hdt, k.n_sub, st.terrain, k.step_consts,
-                       k.weights, k.ahead, k.scales, k.cols, k.driver, k.Q, k.maps, st.x, st.course_xy,
+                       k.weights, k.ahead, k.scales, k.cols, k.sense, k.driver, k.Q, k.maps, st.x, st.course_xy,
                        st.course_heading,
                        st.idx, st.s, st.t, st.prev_action, st.target_speed, st.pt, obs, rew, info, flags)
     return obs, rew, info, flags

@@ -17,7 +17,7 @@ from .rewards import resolve_terms
 from ..plant.presets import PRESETS
 from .vehicle import validate_powertrain, validate_vehicle, validate_vehicle_ranges
 
-__all__ = ["CourseConfig", "GroundConfig", "EnvConfig", "ConfigError"]
+__all__ = ["CourseConfig", "GroundConfig", "SensorConfig", "EnvConfig", "ConfigError"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,41 @@ def _check_line(path: str, line, c) -> None:
                           "goal_margin and lead_in) to 10 km long")
 
 
+@dataclass(frozen=True)
+class SensorConfig:
+    """Optional observations that users of driving envs ask for (docs/env.md, "Sensors"), off by
+    default, on both engines and differentiable on torch: a fan of range finders to the
+    corridor's edges, and an ego-centred patch of the ground's friction and height ahead. They
+    come after every other observation entry (model.task.sensor_names). Bounds in brackets."""
+
+    beams: int = 0  # range finders; 0: none [0, 64]
+    fan: float = math.pi  # [rad] the spread of the beams, centred on the heading (0, 2 pi]
+    max_range: float = 40.0  # [m] a beam that meets no edge reads this (0, 200]
+    patch_rows: int = 0  # ground patch points along the heading; 0: no patch [0, 16]
+    patch_cols: int = 0  # ... and across it; both 0 or both positive [0, 16]
+    patch_start: float = 2.0  # [m] the first row ahead of the centre of mass [-50, 200]
+    patch_length: float = 20.0  # [m] from the first row to the last [0, 200]
+    patch_width: float = 6.0  # [m] from the rightmost column to the leftmost [0, 200]
+
+    @property
+    def n(self) -> int:
+        """How many observation entries the sensors add."""
+        return self.beams + 2 * self.patch_rows * self.patch_cols
+
+    def validate(self, path: str) -> None:
+        check_int_range(f"{path}.beams", self.beams, 0, 64)
+        check_range(f"{path}.fan", self.fan, 0.0, 2 * math.pi, lo_open=True)
+        check_range(f"{path}.max_range", self.max_range, 0.0, 200.0, lo_open=True)
+        check_int_range(f"{path}.patch_rows", self.patch_rows, 0, 16)
+        check_int_range(f"{path}.patch_cols", self.patch_cols, 0, 16)
+        if (self.patch_rows == 0) != (self.patch_cols == 0):
+            raise ConfigError(f"{path}.patch_rows and patch_cols must both be 0 (no patch) or both positive, got "
+                              f"{self.patch_rows} and {self.patch_cols}")
+        check_range(f"{path}.patch_start", self.patch_start, -50.0, 200.0)
+        check_range(f"{path}.patch_length", self.patch_length, 0.0, 200.0)
+        check_range(f"{path}.patch_width", self.patch_width, 0.0, 200.0)
+
+
 ACTIONS = ("accel", "driver")  # the action interfaces (docs/env.md, "Actions")
 
 GroundConfig = RoughConfig  # the default terrain kind's config (dyn4_gym.ground.terrain)
@@ -125,6 +160,7 @@ class EnvConfig:
     # row's seed stream (after the course's and the ground's draws), on both engines
     vehicle_ranges: dict = field(default_factory=dict)
     course: CourseConfig = field(default_factory=CourseConfig)
+    sensors: SensorConfig = field(default_factory=SensorConfig)  # range finders and a ground patch (off by default)
     ground: object = field(default_factory=RoughConfig)  # a registered terrain kind's config; {"kind": name, ...}
     target_speed: float = 10.0  # [m/s] [0.5, 40]
     start_speed: float | None = None  # [m/s] at reset [0, 40]; None: the target speed
@@ -177,6 +213,9 @@ class EnvConfig:
 
     def validate(self, path: str = "config") -> None:
         self.course.validate(f"{path}.course")
+        if not isinstance(self.sensors, SensorConfig):
+            raise ConfigError(f"{path}.sensors must be a mapping, got {type(self.sensors).__name__}")
+        self.sensors.validate(f"{path}.sensors")
         kind = getattr(self.ground, "kind", None)
         if kind not in TERRAIN_KINDS or not isinstance(self.ground, TERRAIN_KINDS[kind].config):
             raise ConfigError(f"{path}.ground must be a registered terrain kind's config (known: {sorted(TERRAIN_KINDS)})")

@@ -28,12 +28,13 @@ from ..plant.corners import forces_at
 from ..model.books import BOOK_LINES
 from ..model.constants import OBS_CLIP
 from ..model.task import (OBS_INDEX, OBS_NAMES, OBS_NAMES_DRIVER, OBS_TABLE, OBS_TABLE_DRIVER,  # noqa: F401 (re-exported)
-                          obs_names, obs_scale)
+                          beam_angles, obs_names, obs_scale, patch_points, range_window, sensor_names, sensor_scales)
 from .._checks import ConfigError
 from .config import EnvConfig
 from .vehicle import vehicle_range_box
 from .course import FLOAT32_REACH, course_reach, goal_arc, make_courses, preview_points, project, wrap_angle
 from .rewards import StepContext, evaluate_term, resolve_terms
+from .sensors import ground_patch, range_finder
 
 __all__ = ["TaskState", "TaskCore", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_INDEX", "BOOK_LINES", "obs_scale"]
 
@@ -93,6 +94,13 @@ class TaskCore:
         self._ahead = torch.tensor(cfg.course.preview, dtype=self.dtype, device=self.device)
         self.driver = cfg.action == "driver"
         self.obs_names = obs_names(self.driver, cfg.course.preview_friction, cfg.observe_clock)
+        sn = cfg.sensors  # the optional sensors' entries come last (model.task.sensor_names)
+        self.n_fixed = len(self.obs_names)
+        self.obs_names += sensor_names(sn.beams, sn.patch_rows, sn.patch_cols)
+        self._beams = torch.tensor(beam_angles(sn.beams, sn.fan), dtype=self.dtype, device=self.device)
+        self._window = range_window(sn.max_range, cfg.course.spacing)
+        self._patch = torch.tensor(patch_points(sn.patch_rows, sn.patch_cols, sn.patch_start, sn.patch_length,
+                                                sn.patch_width), dtype=self.dtype, device=self.device).reshape(-1, 2)
         # the action box: (steer, accel) in [-1, 1]^2, or (steer, throttle, brake) in [-1, 1] x [0, 1]^2
         low = [-1.0, 0.0, 0.0] if self.driver else [-1.0, -1.0]
         self._act_low = torch.tensor(low, dtype=self.dtype, device=self.device)
@@ -100,7 +108,9 @@ class TaskCore:
         self.n_action = len(low)
         self.book_lines = BOOK_LINES + (POWERTRAIN_LINES if self.driver else ())
         self._scales = torch.tensor([obs_scale(n, float(self.p.delta_max), cfg.course.half_width)
-                                     for n in self.obs_names], dtype=self.dtype, device=self.device)
+                                     for n in self.obs_names[:self.n_fixed]]
+                                    + list(sensor_scales(sn.beams, sn.patch_rows, sn.patch_cols, sn.max_range)),
+                                    dtype=self.dtype, device=self.device)
         # domain randomisation (EnvConfig.vehicle_ranges, validated above): the keys in sorted order, their boxes
         self.ranges = vehicle_range_box(cfg.vehicle_ranges, cfg.vehicle, f"{path}.vehicle_ranges")
         self._steer = self.obs_names.index("steer")
@@ -250,7 +260,15 @@ class TaskCore:
             mu_ahead = state.terrain(pts)[0]
             for k in range(bx.shape[1]):
                 values[f"preview{k}_mu"] = mu_ahead[:, k]
-        raw = torch.stack([values[name] for name in self.obs_names], -1)
+        raw = torch.stack([values[name] for name in self.obs_names[:self.n_fixed]], -1)
+        sn = self.cfg.sensors
+        if sn.beams:
+            raw = torch.cat((raw, range_finder(state.course_xy, state.course_heading, state.idx,
+                                               self.cfg.course.half_width, x[:, DYN4.X:DYN4.Y + 1], x[:, DYN4.PSI],
+                                               self._beams, sn.max_range, self._window)), -1)
+        if sn.patch_rows:
+            raw = torch.cat((raw, *ground_patch(state.terrain, x[:, DYN4.X:DYN4.Y + 1], x[:, DYN4.PSI], self._patch)),
+                            -1)
         # a non-finite plant state (flagged in info["nonfinite"]) never leaks a NaN observation
         scales = self._scales
         if state.p is not None:  # the steer entry's scale is the row's own max steer

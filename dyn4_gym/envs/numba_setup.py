@@ -22,9 +22,9 @@ from ..engine.numba_task import NumbaState
 from ..engine.numba_ground import ROUGH_KERNEL, check_packed, checked_sampler, ground_kernel, is_built_in
 from ..ground.terrain import RoughConfig
 from ..model.constants import PATCH_EDGE
-from ..model.packed import COURSE_CONSTS, GROUND_CONSTS, STEP_CONSTS
+from ..model.packed import COURSE_CONSTS, GROUND_CONSTS, SN, STEP_CONSTS
 from ..model.state import N_DYN4, N_PT
-from ..model.task import OBS_INDEX, TERM_ORDER, obs_scale
+from ..model.task import OBS_INDEX, TERM_ORDER, beam_angles, obs_scale, patch_points, range_window, sensor_scales
 from ..plant.powertrain import powertrain_at
 from .core import TaskCore
 from .course import centre_line_course, course_points
@@ -107,8 +107,19 @@ class NumbaTask:
         self.vt = float(cfg.target_speed)
         self.v0 = float(cfg.target_speed if cfg.start_speed is None else cfg.start_speed)
         self.ahead = np.asarray(c.preview, dtype=np.float64)
-        self.scales = np.array([obs_scale(n, float(core.p.delta_max), c.half_width) for n in core.obs_names])
-        self.cols = np.array([OBS_INDEX[n] for n in core.obs_names], dtype=np.int64)  # what the kernel observes
+        fixed = core.obs_names[:core.n_fixed]
+        sn = cfg.sensors
+        self.scales = np.array([obs_scale(n, float(core.p.delta_max), c.half_width) for n in fixed]
+                               + list(sensor_scales(sn.beams, sn.patch_rows, sn.patch_cols, sn.max_range)))
+        self.cols = np.array([OBS_INDEX[n] for n in fixed], dtype=np.int64)  # what the kernel observes
+        # the sensors (model.packed.SN): the header, the beams' angles, the patch points' x then y
+        pts = np.asarray(patch_points(sn.patch_rows, sn.patch_cols, sn.patch_start, sn.patch_length, sn.patch_width),
+                         dtype=np.float64).reshape(-1, 2)
+        header = np.zeros(SN.DATA)
+        header[SN.BEAMS], header[SN.RANGE], header[SN.WINDOW] = sn.beams, sn.max_range, range_window(sn.max_range,
+                                                                                                      c.spacing)
+        header[SN.POINTS] = len(pts)
+        self.sense = np.concatenate((header, beam_angles(sn.beams, sn.fan), pts[:, 0], pts[:, 1]))
         # every row starts at the same speed, so in the same powertrain state
         self.pt0 = powertrain_at(core.pt, torch.tensor(self.v0, dtype=torch.float64)).numpy()
         # the kernel's built-in terms, weighted; a name the user re-registered is evaluated in

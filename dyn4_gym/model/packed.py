@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 __all__ = ["PARAM_NAMES", "WHEEL_PARAM_NAMES", "PK", "N_PARAMS", "PQ", "TERRAIN_FIELDS", "STEP_CONSTS", "SC",
-           "COURSE_CONSTS", "CC", "GROUND_CONSTS", "GC"]
+           "COURSE_CONSTS", "CC", "GROUND_CONSTS", "GC", "SN"]
 
 # Dyn4Params' scalar fields (L = lf + lr), then the per-wheel ones
 PARAM_NAMES = ("m", "Iz", "h", "g", "eps_load", "delta_max", "a_drive", "a_brake", "power", "tau_steer",
@@ -61,3 +61,15 @@ GROUND_CONSTS = ("hills_amplitude", "hills_wavelength_min", "hills_wavelength_ma
                  "patch_mu_max", "patch_radius_min", "patch_radius_max", "bump_height_min", "bump_height_max",
                  "bump_radius")
 GC = IntEnum("GC", [(n.upper(), i) for i, n in enumerate(GROUND_CONSTS)])
+
+
+class SN(IntEnum):
+    """The observation's optional sensors for the kernels (envs/numba_setup.py packs them from
+    model.task's beam_angles, patch_points and range_window): this header, then the beams'
+    angles [rad] from ``DATA``, then the patch points' body-frame x [m], then their y [m]."""
+
+    BEAMS = 0  # range finders
+    RANGE = 1  # [m] their max range
+    WINDOW = 2  # course segments tested either side of the car's (model.task.range_window)
+    POINTS = 3  # ground patch points
+    DATA = 4

@@ -13,7 +13,8 @@ from .books import BOOK_LINES, POWERTRAIN_LINES
 
 __all__ = ["ACT", "OBS_DOC", "OBS_TABLE", "OBS_TABLE_DRIVER", "OBS_TABLE_ALL", "OBS_NAMES", "OBS_NAMES_DRIVER", "OBS_CLOCK", "OBS_INDEX", "OBS",
            "N_PREVIEW", "obs_names", "obs_scale", "REWARD_TERM_TABLE", "TERM_ORDER", "TERM", "DEFAULT_WEIGHTS", "TASK_INFO", "INFO_COLUMNS",
-           "INFO", "FLAG_COLUMNS", "FLAG"]
+           "INFO", "FLAG_COLUMNS", "FLAG", "SENSOR_DOC", "sensor_names", "sensor_scales", "beam_angles", "patch_points",
+           "range_window"]
 
 
 
@@ -83,6 +84,64 @@ def obs_names(driver: bool, friction: bool, clock: bool = False) -> tuple:
     names = OBS_NAMES_DRIVER if driver else OBS_NAMES
     names += tuple(o[0] for o in OBS_CLOCK) if clock else ()
     return names + (tuple(f"preview{k}_mu" for k in range(N_PREVIEW)) if friction else ())
+
+
+# Optional sensors (EnvConfig.sensors; docs/env.md, "Sensors"), appended after every entry above
+# when on, in this order: the range finders' distances to the corridor's edges, the ground patch's
+# friction, the patch's height. Their count is the config's, so they have no fixed OBS index:
+# both engines lay them out from the functions below.
+SENSOR_DOC = {
+    "range{k}": ("m", "max_range", "beam k's distance from the car's centre of mass to the first corridor edge it "
+                 "crosses, max_range where it crosses none within it; beams evenly over sensors.fan, "
+                 "counter-clockwise from the right, body frame"),
+    "patch{i}_{j}_mu": ("-", 1.0, "the ground's friction at patch point (i, j): i ahead, j from the right, body frame"),
+    "patch{i}_{j}_h": ("m", 1.0, "the ground's height at patch point (i, j) over its height under the centre of mass"),
+}
+
+
+def sensor_names(beams: int, rows: int, cols: int) -> tuple:
+    """The sensor entries' names in observation order (``SENSOR_DOC``'s patterns)."""
+    patch = [(i, j) for i in range(rows) for j in range(cols)]
+    return (tuple(f"range{k}" for k in range(beams)) + tuple(f"patch{i}_{j}_mu" for i, j in patch)
+            + tuple(f"patch{i}_{j}_h" for i, j in patch))
+
+
+def sensor_scales(beams: int, rows: int, cols: int, max_range: float) -> tuple:
+    """The sensor entries' scales, in :func:`sensor_names`' order (observation = value / scale)."""
+    n = rows * cols
+    return (float(max_range),) * beams + (SENSOR_DOC["patch{i}_{j}_mu"][1],) * n + (SENSOR_DOC["patch{i}_{j}_h"][1],) * n
+
+
+def beam_angles(beams: int, fan: float) -> tuple:
+    """[rad] Each beam's direction from the car's heading (counter-clockwise +): evenly from
+    ``-fan / 2`` to ``+fan / 2``, one beam straight ahead; a full circle (``fan = 2 pi``) is
+    split into ``beams`` equal sectors from straight behind, so no two beams coincide."""
+    import math
+
+    if beams == 1:
+        return (0.0,)
+    if fan >= 2 * math.pi - 1e-12:
+        return tuple(-math.pi + 2 * math.pi * k / beams for k in range(beams))
+    return tuple(-0.5 * fan + fan * k / (beams - 1) for k in range(beams))
+
+
+def patch_points(rows: int, cols: int, start: float, length: float, width: float) -> tuple:
+    """The ground patch's points in the body frame [m]: ``(x, y)`` tuples, row-major: ``rows``
+    from ``start`` to ``start + length`` ahead, ``cols`` across ``width`` from the right (one
+    row: at ``start``; one column: on the heading)."""
+    xs = [start + (length * i / (rows - 1) if rows > 1 else 0.0) for i in range(rows)]
+    ys = [(-0.5 * width + width * j / (cols - 1)) if cols > 1 else 0.0 for j in range(cols)]
+    return tuple((x, y) for x in xs for y in ys)
+
+
+def range_window(max_range: float, spacing: float) -> int:
+    """How many course segments either side of the car's a beam tests: the edges within twice
+    ``max_range`` of arc length. A path inside the corridor runs at most ``1 / (1 - kappa h)``
+    times as far along the course as it is long (``kappa h`` the curvature times the half width,
+    under 1/2 on every drawn course), so a beam meets its first edge crossing in the window."""
+    import math
+
+    return int(math.ceil(2.0 * max_range / spacing)) + 2
 
 
 def obs_scale(name: str, delta_max: float | None = None, half_width: float | None = None) -> float:
