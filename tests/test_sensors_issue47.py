@@ -114,7 +114,7 @@ def test_range_finder_gradients_match_central_differences():
     pose = torch.cat((st.x[:, :2] + torch.tensor([[0.7, -0.4]], dtype=torch.float64), st.x[:, 5:6] + 0.2), -1)
 
     def f(p):
-        return range_finder(st.course_xy, st.course_heading, st.idx, 3.0, p[:, :2], p[:, 2], angles, 30.0,
+        return range_finder(st.course_xy, st.course_heading, st.idx, core._widths, p[:, :2], p[:, 2], angles, 30.0,
                             core._window)
 
     out = f(pose)

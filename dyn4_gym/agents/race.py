@@ -236,9 +236,9 @@ class RacingLine:
         if not rows or not all(isinstance(p, RacingLineParams) for p in rows):
             raise ValueError("RacingLine takes a RacingLineParams or a sequence of them, one per row")
         for p in rows:
-            if not core.cfg.course.half_width - p.safety >= 0.0:
-                raise ValueError(f"RacingLineParams.safety {p.safety} m leaves no room in a "
-                                 f"{core.cfg.course.half_width} m half-width corridor")
+            if not core.widths.min() - p.safety >= 0.0:
+                raise ValueError(f"RacingLineParams.safety {p.safety} m leaves no room in a corridor "
+                                 f"{core.widths.min():g} m wide at its narrowest side")
         self.core, self.params, self.envelope, self.spec = core, params, envelope, spec
         self._rows = rows
         self.spacing = core.cfg.course.spacing
@@ -261,8 +261,8 @@ class RacingLine:
             raise ValueError(f"RacingLine has {len(self._rows)} settings for {B} rows")
         lines, offsets = [], {}
         for b in range(B):
-            bound = self.core.cfg.course.half_width - self._row(b).safety
-            key = (xy[b].tobytes(), heading[b].tobytes(), bound)
+            bound = self.core.widths - self._row(b).safety  # (N, 2): right, left of each point
+            key = (xy[b].tobytes(), heading[b].tobytes(), self._row(b).safety)
             if key not in offsets:
                 offsets[key] = min_curvature_offsets(xy[b], heading[b], bound)
             lines.append(xy[b] + offsets[key][:, None] * normals(heading[b]))

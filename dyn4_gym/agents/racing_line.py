@@ -125,14 +125,16 @@ def _active_set_guess(h, f, lo, hi, passes: int = 30) -> np.ndarray:
 
 def min_curvature_offsets(xy: np.ndarray, heading: np.ndarray, bound, fix_start: bool = True) -> np.ndarray:
     """The offsets ``n (N,)`` [m, left +] of the minimum-curvature line inside ``|n| <= bound``
-    (a scalar or ``(N,)`` [m]) from the centre line ``xy (N, 2)`` with headings ``heading (N,)``.
-    ``fix_start`` holds the first point on the centre line, where the car starts."""
+    (a scalar or ``(N,)`` [m]; or ``(N, 2)``: ``-bound[:, 0] <= n <= bound[:, 1]``, the room
+    right and left of each point) from the centre line ``xy (N, 2)`` with headings ``heading
+    (N,)``. ``fix_start`` holds the first point on the centre line, where the car starts."""
     h, f = curvature_system(xy, normals(heading))
     n = h.shape[0]
-    bound = np.broadcast_to(np.asarray(bound, dtype=np.float64), (n,)).copy()
+    bound = np.asarray(bound, dtype=np.float64)
+    bound = (bound if bound.shape == (n, 2) else np.broadcast_to(bound[..., None], (n, 2))).copy()
     if np.any(bound < 0) or not np.all(np.isfinite(bound)):
         raise ValueError("min_curvature_offsets: the bound must be finite and >= 0")
-    lo, hi = -bound, bound.copy()
+    lo, hi = -bound[:, 0], bound[:, 1].copy()
     if fix_start:
         lo[0] = hi[0] = 0.0
     return solve_box_qp(h, f, lo, hi)

@@ -259,15 +259,16 @@ def _goal(n, C):
 
 
 @njit(cache=True, error_model="numpy")
-def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, elapsed, budget, goal, ahead, scales, cols, C, SE, T, W,
-                 out):
+def _observe_row(b, x, pts, P, passive, CXY, CH, CW, idx, s, vt, elapsed, budget, goal, ahead, scales, cols, C, SE, T,
+                 W, out):
     """TaskCore.observe for row ``b`` into ``out (len(cols),)`` (float32): the entries ``cols``
     (model.task.OBS indices, in order; ``scales`` theirs) of every entry the task can observe:
     with the powertrain's engine speed and gear (``action="driver"``, ``pts`` its state), the clock
     (``elapsed`` [s] against the ``budget`` [s] and the ``goal``'s arc length [m];
     ``observe_clock``), and the ground's friction at the preview points
     (``course.preview_friction``, sampled on ``T``); then the sensors ``SE`` (model.packed.SN; their
-    scales after the entries' in ``scales``; :func:`_sensors_row`). ``C``: the step constants.
+    scales after the entries' in ``scales``; :func:`_sensors_row`). ``C``: the step constants; ``CW (N, 2)``
+    the corridor's widths right and left of each course point (course.course_widths).
     ``W[MU..SBY]`` hold the ground at ``x`` (the step's last books, or :func:`ground_under_row`)."""
     spacing = C[SC.SPACING]
     loads_row(x, P, passive, W)
@@ -305,33 +306,35 @@ def _observe_row(b, x, pts, P, passive, CXY, CH, idx, s, vt, elapsed, budget, go
             v = 0.0
         out[j] = min(max(v, -OBS_CLIP), OBS_CLIP)
     if out.shape[0] > no:
-        _sensors_row(b, x, CXY, CH, idx, C[SC.HALF_WIDTH], T, SE, scales, out, no)
+        _sensors_row(b, x, CXY, CH, CW, idx, T, SE, scales, out, no)
 
 
 @njit(cache=True, error_model="numpy")
-def _sensors_row(b, x, CXY, CH, idx, half_width, T, SE, scales, out, o):
+def _sensors_row(b, x, CXY, CH, CW, idx, T, SE, scales, out, o):
     """The sensors of row ``b`` (envs/sensors.py: range_finder, then ground_patch) into ``out[o:]``,
     each over its scale ``scales[o + i]`` and clipped as the other entries: ``SE`` packs the beams'
-    angles and the patch's points (model.packed.SN), ``idx`` is the car's course segment."""
+    angles and the patch's points (model.packed.SN), ``CW (N, 2)`` the corridor's widths right and
+    left of each course point, ``idx`` is the car's course segment."""
     nb, rmax, win, npts = int(SE[SN.BEAMS]), SE[SN.RANGE], int(SE[SN.WINDOW]), int(SE[SN.POINTS])
     n = CXY.shape[1]
     ox, oy, psi = x[S.X], x[S.Y], x[S.PSI]
     raw = np.empty(nb + 2 * npts)
     if nb:
         # the window's edge segments, once for every beam: start (x, y) and run (x, y), the left
-        # edge's then the right's (the centre line moved half_width along its normal)
+        # edge's then the right's (the centre line moved along its normal by the width that side)
         m = 2 * win + 1
         E = np.empty((2 * m, 4))
         for i in range(m):
             c = min(max(idx - win + i, 0), n - 2)
-            nx0, ny0 = -math.sin(CH[b, c]) * half_width, math.cos(CH[b, c]) * half_width
-            nx1, ny1 = -math.sin(CH[b, c + 1]) * half_width, math.cos(CH[b, c + 1]) * half_width
+            nx0, ny0 = -math.sin(CH[b, c]), math.cos(CH[b, c])
+            nx1, ny1 = -math.sin(CH[b, c + 1]), math.cos(CH[b, c + 1])
             for side in range(2):
-                sg = 1.0 if side == 0 else -1.0
-                p0x, p0y = CXY[b, c, XY.X] + sg * nx0, CXY[b, c, XY.Y] + sg * ny0
+                sg, col = (1.0, 1) if side == 0 else (-1.0, 0)  # left: + its width; right: - its width
+                w0, w1 = CW[c, col], CW[c + 1, col]
+                p0x, p0y = CXY[b, c, XY.X] + sg * (nx0 * w0), CXY[b, c, XY.Y] + sg * (ny0 * w0)
                 E[side * m + i, 0], E[side * m + i, 1] = p0x, p0y
-                E[side * m + i, 2] = CXY[b, c + 1, XY.X] + sg * nx1 - p0x
-                E[side * m + i, 3] = CXY[b, c + 1, XY.Y] + sg * ny1 - p0y
+                E[side * m + i, 2] = CXY[b, c + 1, XY.X] + sg * (nx1 * w1) - p0x
+                E[side * m + i, 3] = CXY[b, c + 1, XY.Y] + sg * (ny1 * w1) - p0y
     for k in range(nb):
         a = psi + SE[SN.DATA + k]
         dx, dy = math.cos(a), math.sin(a)
@@ -359,19 +362,19 @@ def _sensors_row(b, x, CXY, CH, idx, half_width, T, SE, scales, out, o):
         out[o + i] = min(max(v, -OBS_CLIP), OBS_CLIP)
 
 
-def _observe_py(rows, PP, grade, passive, T, C, dt, CXY, CH, X, PTS, IDX, SS, TT, VT, ahead, scales, cols, SE, OUT):
+def _observe_py(rows, PP, grade, passive, T, C, dt, CXY, CH, CW, X, PTS, IDX, SS, TT, VT, ahead, scales, cols, SE, OUT):
     budget, goal = C[SC.BUDGET], _goal(CXY.shape[1], C)
     for r in prange(rows.shape[0]):
         b = rows[r]
         W = np.empty((N_SCRATCH, 4))
         ground_under_row(b, X[b, S.X], X[b, S.Y], X[b, S.PSI], PP[b], passive or grade, T, W)
-        _observe_row(b, X[b], PTS[b], PP[b], passive, CXY, CH, IDX[b], SS[b], VT[b], TT[b] * dt, budget, goal, ahead,
-                     scales, cols, C, SE, T, W, OUT[r])
+        _observe_row(b, X[b], PTS[b], PP[b], passive, CXY, CH, CW, IDX[b], SS[b], VT[b], TT[b] * dt, budget, goal,
+                     ahead, scales, cols, C, SE, T, W, OUT[r])
 
 
 # ------------------------------------------------------------------------------------------- step
 def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, cols, SE, driver, Q, maps, X, CXY,
-             CH, IDX, SS, TT, PREV, VT, PTS, OUT, REW, INFOS, FLAGS):
+             CH, CW, IDX, SS, TT, PREV, VT, PTS, OUT, REW, INFOS, FLAGS):
     """TaskCore.step for every active row, in place; inactive rows are left as they are, their
     outputs zero (the caller resets them). ``driver``: actions are (steer, throttle, brake) through
     the powertrain (``Q``, ``maps``; state ``PTS``)."""
@@ -460,7 +463,10 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
             progress += max(min(s_new - s_prev, dist), -dist)
             distance += dist
             s_prev = s_new
-            out = out or abs(e) > half_width
+            lam = s_new / spacing - idx  # the corridor's widths there (course.widths_at)
+            right = CW[idx, 0] + lam * (CW[idx + 1, 0] - CW[idx, 0])
+            left = CW[idx, 1] + lam * (CW[idx + 1, 1] - CW[idx, 1])
+            out = out or e > left or -e > right
             rolled = rolled or abs(cur[S.PHI]) > roll_limit
             if finite:
                 for k in range(N_BOOKS):
@@ -500,8 +506,8 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
             PREV[b, ACT.BRAKE] = a2
         for i in range(N_PT):
             PTS[b, i] = scur[i]
-        _observe_row(b, cur, scur, P, passive, CXY, CH, idx, s_prev, vt, TT[b] * (hdt * n_sub), C[SC.BUDGET], goal,
-                     ahead, scales, cols, C, SE, T, W, OUT[b])
+        _observe_row(b, cur, scur, P, passive, CXY, CH, CW, idx, s_prev, vt, TT[b] * (hdt * n_sub), C[SC.BUDGET],
+                     goal, ahead, scales, cols, C, SE, T, W, OUT[b])
 
 
 # ------------------------------------------------------------------------------- the reward terms
@@ -703,7 +709,8 @@ def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
     check_rows("observe", rows, st.batch_size)
     obs = np.empty((rows.size, k.n_obs), dtype=np.float32)
     _kernel(k, "observe", rows.size)(rows, st.P, k.grade, k.passive, st.terrain, k.step_consts, k.hdt * k.n_sub,
-                                  st.course_xy, st.course_heading, st.x, st.pt, st.idx, st.s, st.t, st.target_speed,
+                                  st.course_xy, st.course_heading, k.widths, st.x, st.pt, st.idx, st.s, st.t,
+                                  st.target_speed,
                                   k.ahead, k.scales, k.cols, k.sense, obs)
     return obs
 
@@ -722,6 +729,6 @@ def step(k, st: NumbaState, actions: np.ndarray, active: np.ndarray):
     flags = np.empty((B, len(FLAG_COLUMNS)), dtype=np.bool_)
     _kernel(k, "step", B)(actions, active, st.P, k.grade, k.passive, k.hdt, k.n_sub, st.terrain, k.step_consts,
                        k.weights, k.ahead, k.scales, k.cols, k.sense, k.driver, k.Q, k.maps, st.x, st.course_xy,
-                       st.course_heading,
+                       st.course_heading, k.widths,
                        st.idx, st.s, st.t, st.prev_action, st.target_speed, st.pt, obs, rew, info, flags)
     return obs, rew, info, flags

@@ -42,8 +42,18 @@ class CourseConfig:
     # |x|, |y| <= 1e6; the car starts at its first point heading along it, and ``length`` becomes
     # its arc length rounded down to whole ``spacing`` (the curvature fields are then unused)
     centre_line: tuple | None = None
+    # the corridor's width right and left of each centre_line point: ((right, left), ...) [m], each
+    # [0.5, 1000] and at least half_width (a track file's widths, envs/tracks.py); None: half_width on
+    # both sides everywhere. half_width stays the cross-track's scale (observation, reward)
+    widths: tuple | None = None
 
     def __post_init__(self):
+        if self.widths is not None:
+            try:  # numbers only: a bool or a string is no width (validate says so)
+                if all(is_num(v) for q in self.widths for v in q):
+                    object.__setattr__(self, "widths", tuple((float(r), float(w)) for r, w in self.widths))
+            except (TypeError, ValueError, OverflowError):
+                pass  # validate() says what is wrong with them
         if self.centre_line is None:
             return
         try:  # a tuple of (x, y) pairs, and the length it gives; a bool or a string is no coordinate (validate says so)
@@ -76,8 +86,28 @@ class CourseConfig:
             raise ConfigError(f"{path}.preview must be 5 distances, got {self.preview!r}")
         for i, v in enumerate(self.preview):
             check_range(f"{path}.preview[{i}]", v, 0.0, 1000.0, lo_open=True)
+        if self.widths is not None:
+            _check_widths(f"{path}.widths", self)
         if not isinstance(self.preview_friction, bool):
             raise ConfigError(f"{path}.preview_friction must be true or false, got {self.preview_friction!r}")
+
+
+def _check_widths(path: str, c) -> None:
+    import numpy as np
+
+    if c.centre_line is None:
+        raise ConfigError(f"{path} needs a centre_line (one pair of widths per point)")
+    w = c.widths
+    if not isinstance(w, (tuple, list)) or len(w) != len(c.centre_line) or not all(
+            isinstance(q, (tuple, list)) and len(q) == 2 and all(is_num(v) for v in q) for q in w):
+        raise ConfigError(f"{path} must be one (right, left) pair of numbers [m] per centre_line point "
+                          f"({len(c.centre_line)}), got {w!r:.200}")
+    a = np.asarray(w, dtype=np.float64)
+    if not (np.isfinite(a).all() and a.min() >= 0.5 and a.max() <= 1000.0):
+        raise ConfigError(f"{path}: every width must be finite in [0.5, 1000] m")
+    if a.min() < c.half_width:
+        raise ConfigError(f"{path}: the narrowest width {a.min():g} m is under half_width {c.half_width:g} m "
+                          "(the start pose's bound and the cross-track's scale): give half_width <= every width")
 
 
 def _line_length(line, spacing) -> float:
@@ -326,7 +356,7 @@ def _merge(obj, values: dict, path: str):
         elif dataclasses.is_dataclass(current):
             changes[key] = current if value is None else (
                 value if isinstance(value, type(current)) else _merge(current, value, f"{path}.{key}"))
-        elif key == "centre_line":
+        elif key in ("centre_line", "widths"):
             if value is not None and not isinstance(value, (list, tuple)):
                 raise ConfigError(f"{path}.{key} must be a list of (x, y) points, got {type(value).__name__}")
             changes[key] = value

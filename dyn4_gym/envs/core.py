@@ -32,7 +32,8 @@ from ..model.task import (OBS_INDEX, OBS_NAMES, OBS_NAMES_DRIVER, OBS_TABLE, OBS
 from .._checks import ConfigError
 from .config import EnvConfig
 from .vehicle import vehicle_range_box
-from .course import FLOAT32_REACH, course_reach, goal_arc, make_courses, preview_points, project, wrap_angle
+from .course import (FLOAT32_REACH, course_reach, course_widths, goal_arc, make_courses, preview_points, project,
+                     widths_at, wrap_angle)
 from .rewards import StepContext, evaluate_term, resolve_terms
 from .sensors import ground_patch, range_finder
 
@@ -99,6 +100,9 @@ class TaskCore:
         self.obs_names += sensor_names(sn.beams, sn.patch_rows, sn.patch_cols)
         self._beams = torch.tensor(beam_angles(sn.beams, sn.fan), dtype=self.dtype, device=self.device)
         self._window = range_window(sn.max_range, cfg.course.spacing)
+        # the corridor's widths right and left of each course point (the same for every row)
+        self.widths = course_widths(cfg.course)
+        self._widths = torch.as_tensor(self.widths, dtype=self.dtype, device=self.device)
         self._patch = torch.tensor(patch_points(sn.patch_rows, sn.patch_cols, sn.patch_start, sn.patch_length,
                                                 sn.patch_width), dtype=self.dtype, device=self.device).reshape(-1, 2)
         # the action box: (steer, accel) in [-1, 1]^2, or (steer, throttle, brake) in [-1, 1] x [0, 1]^2
@@ -263,8 +267,8 @@ class TaskCore:
         raw = torch.stack([values[name] for name in self.obs_names[:self.n_fixed]], -1)
         sn = self.cfg.sensors
         if sn.beams:
-            raw = torch.cat((raw, range_finder(state.course_xy, state.course_heading, state.idx,
-                                               self.cfg.course.half_width, x[:, DYN4.X:DYN4.Y + 1], x[:, DYN4.PSI],
+            raw = torch.cat((raw, range_finder(state.course_xy, state.course_heading, state.idx, self._widths,
+                                               x[:, DYN4.X:DYN4.Y + 1], x[:, DYN4.PSI],
                                                self._beams, sn.max_range, self._window)), -1)
         if sn.patch_rows:
             raw = torch.cat((raw, *ground_patch(state.terrain, x[:, DYN4.X:DYN4.Y + 1], x[:, DYN4.PSI], self._patch)),
@@ -342,7 +346,8 @@ class TaskCore:
         dist = torch.where(moved, torch.sqrt(torch.where(moved, d2, torch.ones_like(d2))), torch.zeros_like(d2))
         progress = progress + torch.maximum(torch.minimum(s_new - s_prev, dist), -dist)
         distance = distance + dist
-        out = out | (e.abs() > cfg.course.half_width)
+        right, left = widths_at(self._widths, idx, s_new, cfg.course.spacing)
+        out = out | (e > left) | (-e > right)
         rolled = rolled | (x[:, DYN4.PHI].abs() > cfg.roll_limit)
         books = {k: books[k] + torch.where(finite, b[k], torch.zeros_like(b[k])) for k in self.book_lines}
         return (x, pt, idx, s_new, e, th, (progress, distance, out, rolled, books)), finite

@@ -20,7 +20,7 @@ import math
 
 import torch
 
-__all__ = ["make_courses", "centre_line_course", "course_points", "goal_arc", "project", "preview_points",
+__all__ = ["make_courses", "centre_line_course", "course_widths", "widths_at", "corridor_edges", "course_points", "goal_arc", "project", "preview_points",
            "wrap_angle"]
 
 
@@ -75,6 +75,42 @@ def centre_line_course(points, spacing: float):
     th = np.unwrap(np.arctan2(d[:, 1], d[:, 0]))
     heading = np.concatenate(([th[0]], 0.5 * (th[1:] + th[:-1]), [th[-1]]))
     return xy, heading
+
+
+def course_widths(c):
+    """The corridor's widths ``(N, 2)`` [m] at each of the course's points (course_points(c) of
+    them), right then left of the centre line, as float64 numpy: ``c.widths`` (given per point of
+    ``c.centre_line``) interpolated in its arc length onto the resampled line, or ``c.half_width``
+    on both sides everywhere. Both engines take them from here."""
+    import numpy as np
+
+    if c.widths is None:
+        return np.full((course_points(c), 2), float(c.half_width))
+    pts = np.asarray(c.centre_line, dtype=np.float64)
+    s = np.concatenate(([0.0], np.cumsum(np.hypot(np.diff(pts[:, 0]), np.diff(pts[:, 1])))))
+    t = np.arange(course_points(c)) * c.spacing
+    w = np.asarray(c.widths, dtype=np.float64)
+    return np.stack((np.interp(t, s, w[:, 0]), np.interp(t, s, w[:, 1])), -1)
+
+
+def widths_at(widths: torch.Tensor, j: torch.Tensor, s: torch.Tensor, spacing: float):
+    """The corridor's ``(right, left)`` widths [m] at arc length ``s (B,)`` on segment ``j (B,)``
+    (course.project's), linear along the segment; ``widths (N, 2)`` (:func:`course_widths`)."""
+    lam = s / spacing - j.to(s.dtype)
+    w0, w1 = widths[j], widths[j + 1]
+    w = w0 + lam.unsqueeze(-1) * (w1 - w0)
+    return w[:, 0], w[:, 1]
+
+
+def corridor_edges(xy, heading, widths):
+    """The corridor's edges as numpy polylines ``(left (N, 2), right (N, 2))`` [m]: the centre
+    line's points ``xy (N, 2)`` moved along their normals (``heading (N,)``'s left) by ``widths
+    (N, 2)`` (right, left; :func:`course_widths`): what the renderer draws and the range finders
+    (envs/sensors.py, the kernel's) meet."""
+    import numpy as np
+
+    normal = np.stack((-np.sin(heading), np.cos(heading)), -1)
+    return xy + normal * widths[:, 1:], xy - normal * widths[:, :1]
 
 
 def make_courses(u: torch.Tensor, cfg, target_speed: torch.Tensor):

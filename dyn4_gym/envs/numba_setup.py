@@ -119,6 +119,7 @@ class NumbaTask:
         header[SN.BEAMS], header[SN.RANGE], header[SN.WINDOW] = sn.beams, sn.max_range, range_window(sn.max_range,
                                                                                                       c.spacing)
         header[SN.POINTS] = len(pts)
+        self.widths = np.ascontiguousarray(core.widths)  # (N, 2) the corridor's right and left of each point
         self.sense = np.concatenate((header, beam_angles(sn.beams, sn.fan), pts[:, 0], pts[:, 1]))
         # every row starts at the same speed, so in the same powertrain state
         self.pt0 = powertrain_at(core.pt, torch.tensor(self.v0, dtype=torch.float64)).numpy()

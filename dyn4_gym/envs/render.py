@@ -19,6 +19,7 @@ import torch
 
 from .._tree import take_rows, tree_map
 from ..plant.corners import forces_at
+from .course import corridor_edges
 
 __all__ = ["TopDownRenderer", "import_pygame", "check_render_mode", "renderer_for"]
 
@@ -91,7 +92,7 @@ class TopDownRenderer:
         cached = self._grounds.get(row)
         if cached is not None and cached[0] == fp:
             return cached[1], cached[2]
-        margin = self.span / 2 + self.core.cfg.course.half_width + 5.0  # the view while the car is on the corridor
+        margin = self.span / 2 + float(self.core.widths.max()) + 5.0  # the view while the car is on the corridor
         lo, hi = xy.min(0) - margin, xy.max(0) + margin
         nx, ny = (np.ceil((hi - lo) / GROUND_CELL)).astype(int)
         gx = lo[0] + (np.arange(nx) + 0.5) * GROUND_CELL
@@ -144,11 +145,9 @@ class TopDownRenderer:
         if near.sum() >= 2:
             idx = np.flatnonzero(near)
             seg = slice(idx[0], idx[-1] + 1)
-            nrm = np.stack((-np.sin(th[seg]), np.cos(th[seg])), -1)
-            hw = core.cfg.course.half_width
             pg.draw.lines(surf, (110, 110, 110), False, self._px(xy[seg], centre).tolist(), 1)
-            for side in (1.0, -1.0):
-                pg.draw.lines(surf, (20, 20, 20), False, self._px(xy[seg] + side * hw * nrm, centre).tolist(), 2)
+            for edge in corridor_edges(xy[seg], th[seg], core.widths[seg]):  # the corridor's own widths
+                pg.draw.lines(surf, (20, 20, 20), False, self._px(edge, centre).tolist(), 2)
         # the car: body, wheels (front ones steered), a heading mark
         p = core.params_of(state)
         p = p if state.p is None else tree_map(lambda t: t[row], p)  # the row's own vehicle

@@ -10,9 +10,12 @@ Two formats, told apart by their column count:
 
 Rows are comma-separated numbers; blank lines and lines starting with ``#`` are skipped, and a
 first line that is not numbers is a header. The task's corridor has one half-width: with widths
-in the file, it is the narrowest point's narrower side, so a car on the centre line is inside the
-track everywhere (unless the course's ``half_width`` is given beside the file). A closed lap
-is driven once, from its first point to its last.
+in the file, the corridor has them point by point (``CourseConfig.widths``: the edges the
+termination checks, the range finders see, the race baseline plans inside and the renderer
+draws), and ``half_width``, the cross-track's scale and the start pose's bound, is the narrowest
+point's narrower side. A ``half_width`` given beside the file instead makes the corridor that
+wide everywhere (the file's widths unused). A closed lap is driven once, from its first point to
+its last.
 """
 
 from __future__ import annotations
@@ -78,12 +81,14 @@ def read_track(path) -> tuple[np.ndarray, np.ndarray | None]:
 
 def course_from_file(values: dict, path: str) -> dict:
     """A course mapping with ``file`` replaced by the ``centre_line`` it holds and, from its
-    widths, the ``half_width`` (unless the mapping gives one): what ``EnvConfig`` merges."""
-    if "centre_line" in values:
-        raise ConfigError(f"{path} gives both file and centre_line: give one")
+    widths, the per-point ``widths`` and their least as ``half_width`` (unless the mapping gives
+    a ``half_width``: then the corridor is that wide everywhere): what ``EnvConfig`` merges."""
+    if "centre_line" in values or "widths" in values:
+        raise ConfigError(f"{path} gives file beside centre_line or widths: give the file alone")
     line, widths = read_track(values["file"])
     out = {k: v for k, v in values.items() if k != "file"}
     out["centre_line"] = [tuple(p) for p in line.tolist()]
     if widths is not None and "half_width" not in values:
         out["half_width"] = float(widths.min())
+        out["widths"] = [tuple(w) for w in widths.tolist()]
     return out
