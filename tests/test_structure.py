@@ -245,3 +245,52 @@ def test_the_plant_kernels_import_nothing_of_the_powertrains():
     tree = ast.parse((ROOT / "dyn4_gym" / "engine" / "numba_plant.py").read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not {m for m in imported if m and "numba_powertrain" in m}
+
+
+@pytest.mark.parametrize("engine", ["numba", "torch"])
+def test_gym_make_builds_the_task_once(engine, monkeypatch):
+    """Issue 49: gym.make builds one task core; the registered limit's hand-over (TimeLimit
+    truncates, the env's own limit lifted) changes the built one in place, and TimeLimit's limit
+    still ends the episode (here 900 steps, past the config's default 800)."""
+    import gymnasium as gym
+    import numpy as np
+
+    from dyn4_gym.envs import core as core_module
+    from dyn4_gym.envs.env import UNLIMITED
+
+    builds = []
+    init = core_module.TaskCore.__init__
+
+    def counted(self, *args, **kwargs):
+        builds.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(core_module.TaskCore, "__init__", counted)
+    env = gym.make("Dyn4HumveeFlat-v1", engine=engine, max_episode_steps=900, start_speed=0.0, target_speed=0.5)
+    assert len(builds) == 1
+    assert env.unwrapped.config.episode_steps == env.unwrapped.core.cfg.episode_steps == UNLIMITED
+    env.reset(seed=0)
+    for t in range(1, 1001):
+        _, _, te, tr, _ = env.step(np.array([0.0, -1.0], np.float32))  # braking at a standstill: never ends itself
+        if te or tr:
+            break
+    assert (t, te, tr) == (900, False, True)
+    with pytest.raises(RuntimeError, match="has a state already"):
+        env.unwrapped._runner.set_episode_steps(5)
+
+
+def test_no_literal_state_length_in_the_package():
+    """Issue 49: the plant state's length is N_DYN4 (model.state), never a literal 14 in code
+    (strings and comments aside), so a state that grows is refused or carried, never cut
+    silently. Two 14s are other things: a scratch row's index, a packed figure's column."""
+    import tokenize
+
+    other = {("numba_plant.py", "G2 = 14"), ("numba_stages.py", "f[14]")}
+    found = []
+    for path in sorted((ROOT / "dyn4_gym").rglob("*.py")):
+        with open(path, "rb") as fh:
+            for tok in tokenize.tokenize(fh.readline):
+                if tok.type == tokenize.NUMBER and tok.string == "14" and not any(
+                        path.name == f and s in tok.line for f, s in other):
+                    found.append(f"{path.relative_to(ROOT)}:{tok.start[0]}: {tok.line.strip()}")
+    assert not found, "\n".join(found)

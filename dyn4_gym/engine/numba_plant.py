@@ -741,7 +741,7 @@ def dyn4_step_np(x, u, packed, terrain, hdt: float = 0.01, books: bool = False, 
     fe = np.zeros((x.shape[0], 3)) if f_ext is None else np.ascontiguousarray(
         np.broadcast_to(np.asarray(f_ext, dtype=np.float64), (x.shape[0], 3)))
     if x.ndim != 2 or x.shape[1] != N_DYN4 or u.shape != (x.shape[0], 2):
-        raise ValueError(f"dyn4_step_np needs x (B, 14) and u (B, 2), got {x.shape} and {u.shape}")
+        raise ValueError(f"dyn4_step_np needs x (B, {N_DYN4}) and u (B, 2), got {x.shape} and {u.shape}")
     out = np.empty_like(x)
     bk = np.zeros((x.shape[0], N_BOOKS))
     kernel = _step_rows_parallel if x.shape[0] >= PARALLEL_FROM else _step_rows_serial

@@ -14,7 +14,7 @@ from numba import njit, prange
 from ..model.books import N_BOOKS, N_PT_LINES, PTB
 from ..model.constants import RPM
 from ..model.packed import PK, PQ
-from ..model.state import DYN4 as S, PT
+from ..model.state import DYN4 as S, N_DYN4, PT
 from ..model.task import ACT
 from .numba_plant import (DW, N_DW, N_SCRATCH, books_row, friction_point, ground_point, ground_under_row, rebuild,
                           sampler_tag, serial_and_parallel, substep_row)
@@ -166,9 +166,10 @@ def drive_step_np(x, s, driver, packed, packed_pt, terrain, hdt: float = 0.01, b
     x = np.ascontiguousarray(x, dtype=np.float64)
     s1 = np.array(s, dtype=np.float64, order="C", copy=True)
     d = np.ascontiguousarray(driver, dtype=np.float64)
-    if d.ndim != 2 or d.shape[1] not in (3, 4) or d.shape[0] != x.shape[0] or s1.shape != (x.shape[0], 3):
-        raise ValueError(f"drive_step_np needs x (B, 14), s (B, 3), driver (B, 3 or 4); got {x.shape}, {s1.shape}, "
-                         f"{d.shape}")
+    if (x.ndim != 2 or x.shape[1] != N_DYN4 or d.ndim != 2 or d.shape[1] not in (3, 4) or d.shape[0] != x.shape[0]
+            or s1.shape != (x.shape[0], 3)):
+        raise ValueError(f"drive_step_np needs x (B, {N_DYN4}), s (B, 3), driver (B, 3 or 4); got {x.shape}, "
+                         f"{s1.shape}, {d.shape}")
     gear = s1[:, PT.GEAR]
     if not np.all((gear == -1.0) | ((gear >= 1.0) & (gear <= Q[PQ.NG]) & (gear == np.round(gear)))):
         # the kernel indexes its ratio table by the gear: an unknown one would read past it

@@ -21,7 +21,7 @@ import torch
 
 from .._checks import GroundKernelError
 from ..model.books import BOOK_LINES, POWERTRAIN_LINES
-from ..model.packed import PK
+from ..model.packed import PK, SC
 from ..model.task import FLAG, INFO, TERM_ORDER
 from .core import TaskCore, TaskState
 from .inputs import to_numpy_info
@@ -52,6 +52,9 @@ class TorchEngine:
 
     def __getstate__(self):
         return {"core": self.core}  # a compiled step does not pickle; rebuilt on load
+
+    def set_episode_steps(self, steps: int) -> None:
+        """BatchRunner.set_episode_steps: the step reads the limit from the core's config."""
 
     def __setstate__(self, d):
         self.__init__(d["core"])
@@ -153,6 +156,10 @@ class NumbaEngine:
 
     def __setstate__(self, d):
         self.__init__(d["core"])
+
+    def set_episode_steps(self, steps: int) -> None:
+        """BatchRunner.set_episode_steps: the kernel reads the limit from the packed constants."""
+        self.task.step_consts[SC.EPISODE_STEPS] = steps
 
     def new_state(self, keys: np.ndarray, episodes: np.ndarray):
         st = self.task.empty_state(len(keys))

@@ -107,7 +107,7 @@ class Dyn4Env(gym.Env):
         reg = registry.get(spec.id)
         if ("episode_steps" not in spec.kwargs and reg is not None and reg.max_episode_steps is not None
                 and self._runner.state is None and self.config.episode_steps != UNLIMITED):
-            self._runner = BatchRunner(self.config.replace({"episode_steps": UNLIMITED}), 1)
+            self._runner.set_episode_steps(UNLIMITED)  # no second build of the task (issue 49)
         return spec
 
     @property

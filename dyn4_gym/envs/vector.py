@@ -7,6 +7,7 @@ SB3 adapter (sb3.py): row ``i`` reset with seed ``s`` draws the same episodes as
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 
 import numpy as np
@@ -14,6 +15,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from .._checks import check_int_range
 from .config import ConfigError, EnvConfig
 from .core import TaskCore, TaskState
 from .engines import make_engine
@@ -35,6 +37,18 @@ class BatchRunner:
         self.engine = make_engine(self.core)
         self.state = None
         self.keys = None
+
+    def set_episode_steps(self, steps: int) -> None:
+        """The episode limit, set after the build and before any state (``Dyn4Env`` under
+        ``gym.make``, whose ``TimeLimit`` then truncates): the one config field that changes
+        without a second build of the task (issue 49), in the config, the task core and the engine."""
+        if self.state is not None:
+            raise RuntimeError("set_episode_steps: the runner has a state already")
+        # a number EnvConfig's bounds allow, checked here rather than by a whole validation
+        check_int_range("episode_steps", steps, 1, 10**7)
+        self.config = dataclasses.replace(self.config, episode_steps=steps)
+        self.core.cfg = self.config
+        self.engine.set_episode_steps(steps)
 
     def reset(self, seeds=None, mask: np.ndarray | None = None, options: dict | None = None) -> np.ndarray:
         """Reset the rows in ``mask`` (all by default); ``seeds`` a list of per-row seeds or None.

@@ -44,6 +44,7 @@ from .corners import Forces, ackermann, corner_sum, forces_at, grade_force, whee
 from .energy import contact_rates, spin_up, step_books
 from .params import Dyn4Params
 from .planar import check_step_args, clamp_inputs, lag, planar_step, twist_dot, wheel_frames
+from ..model.state import N_DYN4
 from .state import DYN4
 from .tire import driven_requests
 
@@ -89,7 +90,7 @@ def dyn4_step(x: torch.Tensor, u: torch.Tensor, p: Dyn4Params, g: Ground | None 
     and its work is the books' ``external`` line. ``None`` (the default) is the plant without it,
     bit for bit.
     """
-    check_step_args(x, u, 14, hdt)
+    check_step_args(x, u, N_DYN4, hdt)
     _check_f_ext(f_ext)
     g = Flat() if g is None else g
     f = dyn4_forces(x, u, p, g, hdt)
@@ -113,7 +114,7 @@ def dyn4_drive_step(x: torch.Tensor, steer_cmd: torch.Tensor, drive: torch.Tenso
     """
     if not isinstance(steer_cmd, torch.Tensor):
         raise ValueError(f"steer_cmd must be a tensor (...), got {type(steer_cmd)}")
-    check_step_args(x, steer_cmd.unsqueeze(-1).expand(*steer_cmd.shape, 2), 14, hdt)
+    check_step_args(x, steer_cmd.unsqueeze(-1).expand(*steer_cmd.shape, 2), N_DYN4, hdt)
     if not isinstance(drive, torch.Tensor) or drive.shape[-1:] != (2,):
         raise ValueError(f"drive must be a tensor of shape (..., 2) = (F_drive, F_brake), got {getattr(drive, 'shape', type(drive))}")
     _check_f_ext(f_ext)
@@ -264,10 +265,12 @@ def dyn4_rest(p: Dyn4Params, g: Ground | None = None, batch_shape=(), X=0.0, Y=0
     kh = p.k * hg
     q = _solve_sym3(Kr, (kh.sum(-1), (kh * p.y_w).sum(-1), -(kh * p.x_w).sum(-1)))
     bshape = q.shape[:-1]
-    zeros = torch.zeros(*bshape, 3, dtype=dt, device=dev)
-    pose_t = torch.stack([v.expand(bshape) for v in pose], -1)
-    x = torch.cat((pose_t, zeros, q, zeros, zeros[..., :2]), -1)
-    return x
+    # by name: the pose and the settled heave, roll and pitch; every other entry (speeds, rates,
+    # lag states, and any the state grows) at rest, 0
+    named = {DYN4.X: pose[0], DYN4.Y: pose[1], DYN4.PSI: pose[2], DYN4.Z: q[..., 0], DYN4.PHI: q[..., 1],
+             DYN4.THETA: q[..., 2]}
+    zero = torch.zeros(bshape, dtype=dt, device=dev)
+    return torch.stack([named[i].expand(bshape) if i in named else zero for i in DYN4], -1)
 
 
 def slip_angles(x: torch.Tensor, p: Dyn4Params) -> torch.Tensor:

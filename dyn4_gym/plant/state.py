@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-from ..model.state import BIKE, BIKE_NAMES, DYN4, DYN4_NAMES, WHEELS
+from ..model.state import BIKE, BIKE_NAMES, DYN4, DYN4_NAMES, N_DYN4, WHEELS
 
 __all__ = ["BIKE", "DYN4", "BIKE_NAMES", "DYN4_NAMES", "WHEELS", "dyn4_state"]
 
 
 def dyn4_state(dtype=None, device=None, **named):
-    """A (14,) four-wheel state from named entries, the rest 0: ``dyn4_state(vx=10.0, delta=0.1)``."""
+    """A ``(N_DYN4,)`` four-wheel state from named entries, the rest 0: ``dyn4_state(vx=10.0, delta=0.1)``."""
     import torch
 
-    x = torch.zeros(14, dtype=dtype or torch.float64, device=device)
+    x = torch.zeros(N_DYN4, dtype=dtype or torch.float64, device=device)
     for k, v in named.items():
         try:
             x[DYN4[k.upper()]] = v
