@@ -294,3 +294,33 @@ def test_no_literal_state_length_in_the_package():
                         path.name == f and s in tok.line for f, s in other):
                     found.append(f"{path.relative_to(ROOT)}:{tok.start[0]}: {tok.line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_the_reward_recipe_names_where_each_built_in_term_lives():
+    """Issue 49: docs/engines.md's recipe for a built-in term is current: each built-in term
+    has its torch function in rewards._FUNCTIONS and its kernel line in numba_task.terms_row,
+    which both Numba callers use; the example term's torch function runs on a real context."""
+    import inspect
+
+    import torch
+
+    from dyn4_gym.engine import numba_stages, numba_task
+    from dyn4_gym.envs import rewards
+    from dyn4_gym.model.state import DYN4, N_DYN4
+    from dyn4_gym.model.task import TERM_ORDER
+
+    recipe = (ROOT / "docs" / "engines.md").read_text()
+    assert "`terms_row`" in recipe and "`_FUNCTIONS`" in recipe and "StepContext.var" in recipe
+    body = inspect.getsource(numba_task.terms_row.py_func)
+    for name in TERM_ORDER:
+        assert rewards._FUNCTIONS[name].__name__ == name
+        assert f"terms[TERM.{name.upper()}]" in body, name
+    for caller in (numba_task._step_py, numba_stages.terms.py_func):
+        assert "terms_row(" in inspect.getsource(caller)
+    ctx = rewards.StepContext(progress=torch.zeros(2), speed=torch.tensor([10.0, 5.0]), target_speed=torch.ones(2),
+                              cross_track=torch.zeros(2), half_width=3.0, heading_error=torch.zeros(2), books={},
+                              weight=torch.ones(2), action=torch.zeros(2, 2), prev_action=torch.zeros(2, 2),
+                              roll_rate=torch.zeros(2), pitch_rate=torch.zeros(2), failed=torch.zeros(2, dtype=bool),
+                              success=torch.zeros(2, dtype=bool),
+                              state=torch.zeros(2, N_DYN4).index_fill(1, torch.tensor([DYN4.R]), 0.2))
+    assert torch.allclose(-(ctx.var("r") * ctx.speed) ** 2, torch.tensor([-4.0, -1.0]))  # the recipe's lateral term
