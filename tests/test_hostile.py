@@ -338,3 +338,25 @@ def test_the_diff_env_deep_copies_mid_window():
     r1 = env.step(a.detach())[1]
     r2 = twin.step(a.detach())[1]
     assert torch.equal(r1.detach(), r2)
+
+
+def test_a_differentiable_step_reads_no_tensor_value(monkeypatch):
+    """Issue 49: TaskCore.step with gradients on makes no host sync (no tensor is turned into a
+    Python bool or number), on a batch where a row blows up inside the step; its gradient still
+    reaches the finite rows finite (the gate, not a rerun, keeps the NaNs in their row)."""
+    core = Dyn4DiffEnv(num_envs=3, dtype="float64", **SHORT).core
+    st = core.new_state(torch.arange(3), torch.zeros(3, dtype=torch.long))
+    x = st.x.clone()
+    x[1, DYN4.VX] = 1e200  # finite, but the step overflows
+    st = type(st)(**{**st.__dict__, "x": x})
+    a = torch.full((3, 2), 0.2, dtype=torch.float64, requires_grad=True)
+    reads = []
+    for name in ("__bool__", "item", "tolist", "__int__", "__float__"):
+        orig = getattr(torch.Tensor, name)
+        monkeypatch.setattr(torch.Tensor, name, lambda self, *args, _o=orig, _n=name: (reads.append(_n), _o(self, *args))[1])
+    _, _, r, term, _, info = core.step(st, a)
+    monkeypatch.undo()
+    assert reads == []
+    assert bool(info["nonfinite"][1]) and not bool(info["nonfinite"][0]) and bool(term[1])
+    (g,) = torch.autograd.grad(r.sum(), a)
+    assert bool(torch.isfinite(g).all()) and float(g[0].abs().sum()) > 0 and float(g[1].abs().sum()) == 0.0

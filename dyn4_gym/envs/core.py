@@ -44,6 +44,25 @@ _OBS_STATE = (("vx", DYN4.VX), ("vy", DYN4.VY), ("yaw_rate", DYN4.R), ("roll", D
               ("roll_rate", DYN4.PHID), ("pitch_rate", DYN4.THETAD), ("steer", DYN4.DELTA), ("drive", DYN4.A))
 
 
+class _FiniteRowsGrad(torch.autograd.Function):
+    """The identity forward; backward, each row's gradient where all of it is finite, 0 where not."""
+
+    @staticmethod
+    def forward(ctx, t):
+        return t.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        ok = torch.isfinite(g).flatten(1).all(-1)
+        return torch.where(ok.view(-1, *[1] * (g.dim() - 1)), g, torch.zeros_like(g))
+
+
+def finite_rows_grad(t: torch.Tensor) -> torch.Tensor:
+    """``t`` (rows first), through a gate that passes a row's gradient only where it is finite
+    (TaskCore.step's substeps); ``t`` itself where nothing needs its gradient."""
+    return _FiniteRowsGrad.apply(t) if t.requires_grad else t
+
+
 @dataclass(frozen=True, eq=False)
 class TaskState:
     """Everything that evolves, per row. Leading dimension ``B`` on every tensor."""
@@ -317,11 +336,17 @@ class TaskCore:
         track = torch.is_grad_enabled() and (x.requires_grad or u.requires_grad)
         carry = (x, state.pt, state.idx, state.s, zero, zero, acc)  # the last two: cross-track, course heading
         for _ in range(self.n_sub):
-            new, finite = advance(carry, u, nonfinite, state, track)
-            if track and bool((~finite & ~nonfinite).any()):
-                # mask before the arithmetic, not after: rerun with the new bad rows' inputs cut
-                # from the graph, so their NaNs cannot reach the finite rows' gradients
-                new, finite = advance(carry, u, nonfinite | ~finite, state, track)
+            if track:
+                # a row that turns non-finite in this substep keeps its state (_advance), but the
+                # backward through the substep's arithmetic meets its infinities (0 x inf): each
+                # row's gradient into the substep's inputs passes only where it is finite, so no
+                # NaN reaches the finite rows' (or a policy's) gradients, and no host sync is needed
+                # to find those rows first (issue 49)
+                x_in, pt_in, *rest = carry
+                carry = (finite_rows_grad(x_in), finite_rows_grad(pt_in), *rest)
+                new, finite = advance(carry, finite_rows_grad(u), nonfinite, state, track)
+            else:
+                new, finite = advance(carry, u, nonfinite, state, track)
             nonfinite = nonfinite | ~finite
             carry = new
         return finish(state, a, carry, nonfinite)
@@ -437,9 +462,8 @@ class TaskCore:
         The parts are :meth:`_advance` (one plant substep, or the powertrain's and the plant's,
         with the course projection and the sums: one graph reused for every substep) and
         :meth:`_finish` (the end checks, reward terms and observation), each with its backward
-        when gradients are on. What reads a tensor's value stays between them, eager: a row that
-        turns non-finite is stepped again with its inputs cut from the graph, as in the eager
-        step. Compiling takes minutes on two cores, once per batch size, dtype and grad mode (a
+        when gradients are on. Between them, eager, only the substep loop and the gradient gate
+        (:func:`finite_rows_grad`), which reads no tensor's value: the step makes no host sync. Compiling takes minutes on two cores, once per batch size, dtype and grad mode (a
         window's first step, from a detached state, is one more variant); Inductor caches the
         result on disk (its FX-graph and AOTAutograd caches, on by default), so a second process
         pays seconds. Falls back to eager, with a warning, where compilation fails (a user's reward
