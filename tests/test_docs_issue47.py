@@ -12,7 +12,7 @@ import pytest
 
 from dyn4_gym import ID_NOTES, doc_tables
 from dyn4_gym.envs.ids import env_ids
-from dyn4_gym.model.task import OBS_DOC, OBS_TABLE_ALL, REWARD_TERM_TABLE
+from dyn4_gym.model.task import OBS_DOC, OBS_TABLE_ALL, REWARD_TERM_TABLE, SENSOR_DOC
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +36,8 @@ def test_the_tables_cover_their_sources():
     ids = doc_tables.render("ids")
     assert all(f"`{i}`" in ids for i in env_ids()) and set(ID_NOTES) == set(env_ids())
     obs = doc_tables.render("observations")
-    assert [ln.split("|")[1].strip(" `") for ln in obs.splitlines()[2:]] == [o[0] for o in OBS_TABLE_ALL]
+    # every entry in order, then the sensors' families (their count is the config's)
+    assert [ln.split("|")[1].strip(" `") for ln in obs.splitlines()[2:]] == [o[0] for o in OBS_TABLE_ALL] + list(SENSOR_DOC)
     assert set(OBS_DOC) == {o[0] for o in OBS_TABLE_ALL}
     terms = doc_tables.render("reward-terms")
     assert [ln.split("|")[1].strip(" `") for ln in terms.splitlines()[2:]] == [t[0] for t in REWARD_TERM_TABLE]

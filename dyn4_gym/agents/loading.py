@@ -48,15 +48,14 @@ def load_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | N
         return PurePursuit.for_env(env({}, None)), "classical (pure pursuit)", env({}, None)
     method = pretrained_method(path)
     if method is not None:  # "pretrained" or "pretrained:METHOD": the agent shipped for env_id
-        from .pretrained import pretrained_path
+        from .pretrained import pretrained
 
         if env_id is None:
             raise UsageError("--policy pretrained needs --env-id: the task whose shipped agent to load")
         try:
-            path = pretrained_path(env_id, method)
+            policy = pretrained(env_id, method)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        policy, _ = SHAC.load_policy(path)
         return policy, f"pretrained {method} for {env_id}", env({}, None)
     if path.endswith(".zip"):
         from .sb3_glue import sb3_policy

@@ -3,7 +3,7 @@ in one call, with the figures it reached on the held-out courses and how it was 
 beside it.
 
     from dyn4_gym.agents import pretrained
-    policy = pretrained("Dyn4HumveeRace-v0")            # SHAC, the only method shipped so far
+    policy = pretrained("Dyn4HumveeRace-v0")            # SHAC; pretrained(id, "ppo") where PPO ships
     action = policy(torch.as_tensor(obs)[None])         # (1, obs) float32 -> (1, n_action)
 
 Each agent is two files in ``dyn4_gym/data/pretrained/``: ``<id>__<method>.pt``, a SHAC
@@ -20,10 +20,14 @@ from __future__ import annotations
 import json
 import os
 
-__all__ = ["PRETRAINED_DIR", "SIZE_BUDGET", "available", "pretrained", "pretrained_path", "pretrained_record"]
+__all__ = ["PRETRAINED_DIR", "SIZE_BUDGET", "METHODS", "available", "load_files", "pretrained", "pretrained_path",
+           "pretrained_record"]
 
 PRETRAINED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "pretrained")
 SIZE_BUDGET = 4 * 2**20  # [bytes] every shipped agent together (tests/test_pretrained_issue47.py holds it)
+# the methods that ship, and their checkpoint's extension: SHAC's own checkpoint; PPO's SB3 model
+# (with its VecNormalize statistics beside it, ``<stem>.vecnormalize.pkl``; loading needs the sb3 extra)
+METHODS = {"shac": ".pt", "ppo": ".zip"}
 
 
 def _stem(env_id: str, method: str) -> str:
@@ -37,9 +41,10 @@ def available() -> list[tuple[str, str]]:
     out = []
     for name in os.listdir(PRETRAINED_DIR):
         stem, ext = os.path.splitext(name)
-        if ext == ".json" and "__" in stem and os.path.exists(os.path.join(PRETRAINED_DIR, stem + ".pt")):
+        if ext == ".json" and "__" in stem:
             env_id, method = stem.rsplit("__", 1)
-            out.append((env_id, method))
+            if method in METHODS and os.path.exists(os.path.join(PRETRAINED_DIR, stem + METHODS[method])):
+                out.append((env_id, method))
     return sorted(out)
 
 
@@ -53,7 +58,7 @@ def _check(env_id: str, method: str) -> None:
 def pretrained_path(env_id: str, method: str = "shac") -> str:
     """The shipped checkpoint's path (``ValueError`` naming what ships when there is none)."""
     _check(env_id, method)
-    return _stem(env_id, method) + ".pt"
+    return _stem(env_id, method) + METHODS[method]
 
 
 def pretrained_record(env_id: str, method: str = "shac") -> dict:
@@ -66,8 +71,20 @@ def pretrained_record(env_id: str, method: str = "shac") -> dict:
 
 def pretrained(env_id: str, method: str = "shac"):
     """The shipped policy for ``env_id``: ``policy(obs (B, n_obs) tensor) -> actions (B, n_action)``,
-    deterministic (the actor's mean), for the env ``gym.make(env_id)`` makes."""
+    deterministic (the actor's mean), for the env ``gym.make(env_id)`` makes. PPO's needs the sb3
+    extra (its files are SB3's: the model and its observation normaliser)."""
+    _check(env_id, method)
+    return load_files(_stem(env_id, method), method)
+
+
+def load_files(stem: str, method: str):
+    """The policy in an agent's files ``<stem>.pt`` (SHAC) or ``<stem>.zip`` and
+    ``<stem>.vecnormalize.pkl`` (PPO), record or not (benchmarks/pretrained.py reads back what it
+    has just written with it)."""
+    if method == "ppo":
+        from .sb3_glue import sb3_policy
+
+        return sb3_policy(stem + METHODS[method], stem + ".vecnormalize.pkl")[0]
     from .shac import SHAC
 
-    policy, _ = SHAC.load_policy(pretrained_path(env_id, method))
-    return policy
+    return SHAC.load_policy(stem + METHODS[method])[0]
