@@ -7,7 +7,7 @@ the native vector env (``make_vec``) at 16, 256 and 4096 rows; the SB3 adapter a
 batch 1 and 4096; the first-call times (cold compile or Numba's disk cache); and the torch
 engine's rows (eager; ``--compile`` adds torch.compile, minutes per batch size) for comparison.
 
-    python benchmarks/env.py [--compile] [--rows 16 256 4096] [--seconds 2] [--custom-term]
+    python benchmarks/env.py [--compile] [--rows 16 256 4096] [--seconds 2] [--custom-term] [--sensors]
 """
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ def _rate(step, n_rows, min_iter=3):
         step()
         n += 1
     return n * n_rows / (time.perf_counter() - t0)
+
+
+# the sensors' rows (--sensors): 9 beams over a half circle at 40 m, then with a 4 x 4 patch too
+SENSOR_ROWS = (("9 range finders", {"beams": 9}),
+               ("9 range finders and a 4 x 4 ground patch", {"beams": 9, "patch_rows": 4, "patch_cols": 4}))
 
 
 def bench_single(env_id="Dyn4Humvee-v1", **kw):
@@ -218,6 +223,8 @@ def parse_args(argv=None):
     ap.add_argument("--seconds", type=cli.float_in(0.0, 3600.0, lo_open=True), default=SECONDS, help="time per figure")
     ap.add_argument("--custom-term", action="store_true", help="add the single env with one custom reward term")
     ap.add_argument("--no-torch", action="store_true", help="skip the torch engine's rows")
+    ap.add_argument("--sensors", action="store_true", help="add the single env with the optional sensors (range "
+                    "finders, a ground patch)")
     ap.add_argument("--driver", action="store_true", help="add the driver variant (Dyn4HumveeDriver-v1) rows")
     ap.add_argument("--limits", action="store_true", help="add the single env of the race and eco tasks "
                                                          "(Dyn4HumveeRace-v0, Dyn4HumveeEco-v1: the benchmark's)")
@@ -258,6 +265,12 @@ def main(argv=None):
     if args.custom_term:
         r, _ = bench_single(reward_terms=(RewardTerm("lateral", _lateral),), reward_weights={"lateral": 0.1})
         add("numba: single env + 1 custom reward term", r, None, "pend")
+    if args.sensors:  # the optional observations (docs/env.md, "Sensors")
+        for name, sensors in SENSOR_ROWS:
+            r, first = bench_single(sensors=sensors)
+            add(f"numba: single env + {name}", r, first, "pend")
+        r, _ = bench_vector(max(args.rows), sensors=SENSOR_ROWS[-1][1])
+        add(f"numba: make_vec, {max(args.rows)} rows + {SENSOR_ROWS[-1][0]}", r, None, "pend")
     if args.driver:
         r, first = bench_single("Dyn4HumveeDriver-v1")
         add("numba: single env, Dyn4HumveeDriver-v1", r, first, "pend")

@@ -319,27 +319,44 @@ def _sensors_row(b, x, CXY, CH, CW, idx, T, SE, scales, out, o):
     n = CXY.shape[1]
     ox, oy, psi = x[S.X], x[S.Y], x[S.PSI]
     raw = np.empty(nb + 2 * npts)
+    used = 0
     if nb:
         # the window's edge segments, once for every beam: start (x, y) and run (x, y), the left
-        # edge's then the right's (the centre line moved along its normal by the width that side)
+        # edge's then the right's (the centre line moved along its normal by the width that side).
+        # Only segments that come within max_range of the car are kept: a crossing lies on its
+        # segment, so one farther away cannot be nearer than max_range (the result is torch's,
+        # which tests them all)
         m = 2 * win + 1
         E = np.empty((2 * m, 4))
+        used = 0
         for i in range(m):
             c = min(max(idx - win + i, 0), n - 2)
+            # a centre-line segment whose start is farther than max_range plus its length and
+            # both ends' widths has no edge point within max_range: skipped before any trig
+            qx, qy = CXY[b, c, XY.X] - ox, CXY[b, c, XY.Y] - oy
+            lx, ly = CXY[b, c + 1, XY.X] - CXY[b, c, XY.X], CXY[b, c + 1, XY.Y] - CXY[b, c, XY.Y]
+            reach = rmax + math.sqrt(lx * lx + ly * ly) + max(CW[c, 0], CW[c, 1]) + max(CW[c + 1, 0], CW[c + 1, 1])
+            if qx * qx + qy * qy > reach * reach:
+                continue
             nx0, ny0 = -math.sin(CH[b, c]), math.cos(CH[b, c])
             nx1, ny1 = -math.sin(CH[b, c + 1]), math.cos(CH[b, c + 1])
             for side in range(2):
                 sg, col = (1.0, 1) if side == 0 else (-1.0, 0)  # left: + its width; right: - its width
                 w0, w1 = CW[c, col], CW[c + 1, col]
                 p0x, p0y = CXY[b, c, XY.X] + sg * (nx0 * w0), CXY[b, c, XY.Y] + sg * (ny0 * w0)
-                E[side * m + i, 0], E[side * m + i, 1] = p0x, p0y
-                E[side * m + i, 2] = CXY[b, c + 1, XY.X] + sg * (nx1 * w1) - p0x
-                E[side * m + i, 3] = CXY[b, c + 1, XY.Y] + sg * (ny1 * w1) - p0y
+                ex = CXY[b, c + 1, XY.X] + sg * (nx1 * w1) - p0x
+                ey = CXY[b, c + 1, XY.Y] + sg * (ny1 * w1) - p0y
+                ee = ex * ex + ey * ey
+                lam = min(max(((ox - p0x) * ex + (oy - p0y) * ey) / ee, 0.0), 1.0) if ee > 0.0 else 0.0
+                fx, fy = p0x + lam * ex - ox, p0y + lam * ey - oy
+                if fx * fx + fy * fy < rmax * rmax:
+                    E[used, 0], E[used, 1], E[used, 2], E[used, 3] = p0x, p0y, ex, ey
+                    used += 1
     for k in range(nb):
         a = psi + SE[SN.DATA + k]
         dx, dy = math.cos(a), math.sin(a)
         best = rmax
-        for i in range(E.shape[0]):
+        for i in range(used):
             wx, wy, ex, ey = E[i, 0] - ox, E[i, 1] - oy, E[i, 2], E[i, 3]
             den = dx * ey - dy * ex
             if den != 0.0:  # parallel: no crossing
