@@ -46,3 +46,30 @@ def p64():
 @pytest.fixture(scope="session")
 def pb64():
     return bike_params(HUMVEE, dtype=torch.float64)
+
+
+@pytest.fixture(scope="session")
+def drive_engines():
+    """``drive(kw, seed=0, scale=0.6) -> ((obs_numba, ends_numba), (obs_torch, ends_torch))``:
+    the same random actions (a drive bias, some outside the box) for 300 steps on 4 rows of
+    ``Dyn4VectorEnv(**kw)`` on each engine, float64, 150-step episodes: every observation
+    (float64 array ``(301, 4, n_obs)``) and where episodes ended ``(300, 4)``."""
+    import numpy as np
+
+    from dyn4_gym.envs import Dyn4VectorEnv
+
+    def drive(kw, seed=0, scale=0.6):
+        runs = []
+        for engine in ("numba", "torch"):
+            env = Dyn4VectorEnv(num_envs=4, engine=engine, **dict(kw, dtype="float64", episode_steps=150))
+            rng = np.random.default_rng(seed)
+            obs, _ = env.reset(seed=0)
+            out, ends = [obs], []
+            for _ in range(300):
+                obs, _, te, tr, _ = env.step(np.clip(rng.normal((0.0, 0.5), scale, (4, 2)), -1.5, 1.5))
+                out.append(obs)
+                ends.append(te | tr)
+            runs.append((np.asarray(out, dtype=np.float64), np.asarray(ends)))
+        return tuple(runs)
+
+    return drive

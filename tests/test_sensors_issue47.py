@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import dyn4_gym
-from dyn4_gym.envs import ConfigError, Dyn4VectorEnv, EnvConfig
+from dyn4_gym.envs import ConfigError, EnvConfig
 from dyn4_gym.envs.core import TaskCore
 from dyn4_gym.envs.sensors import ground_patch, range_finder
 from dyn4_gym.ground.samplers import Hills
@@ -51,7 +51,7 @@ def test_a_beam_past_the_course_end_and_a_full_circle():
     assert np.allclose(_sensors(obs, env) * 30.0, (30.0, 3.0, 30.0, 3.0), atol=1e-4)
 
 
-def test_the_engines_agree_over_episodes_with_resets():
+def test_the_engines_agree_over_episodes_with_resets(drive_engines):
     """Random driving, 4 rows, resets included, on the default task and on the race (friction
     patches, a full circle of beams, a patch behind as well as ahead): every observation entry
     equal to float32 rounding on both engines, the episodes' ends identical."""
@@ -59,18 +59,7 @@ def test_the_engines_agree_over_episodes_with_resets():
     for fixed, kw in ((30, dict(sensors=dict(beams=9, patch_rows=3, patch_cols=3))),
                       (35, dict(race, sensors=dict(beams=7, fan=2 * math.pi, max_range=25.0, patch_rows=2, patch_cols=4,
                                        patch_start=-6.0, patch_length=12.0)))):
-        runs = []
-        for engine in ("numba", "torch"):
-            env = Dyn4VectorEnv(num_envs=4, engine=engine, **dict(kw, dtype="float64", episode_steps=150))
-            rng = np.random.default_rng(0)
-            obs, _ = env.reset(seed=0)
-            out, ends = [obs], []
-            for _ in range(300):
-                obs, _, te, tr, _ = env.step(np.clip(rng.normal((0.0, 0.5), 0.6, (4, 2)), -1.5, 1.5))
-                out.append(obs)
-                ends.append(te | tr)
-            runs.append((np.asarray(out, dtype=np.float64), np.asarray(ends)))
-        (a, ea), (b, eb) = runs
+        (a, ea), (b, eb) = drive_engines(kw)
         assert ea.sum() >= 8 and np.array_equal(ea, eb)  # resets happened, at the same steps
         n = kw["sensors"]["beams"]
         assert a.shape[-1] == fixed + n + 2 * kw["sensors"]["patch_rows"] * kw["sensors"]["patch_cols"]

@@ -129,28 +129,14 @@ def test_the_corridor_ends_at_each_sides_own_width(tmp_path, engine, steer, side
     assert info["s"] < 150.0  # still on the wide half
 
 
-def test_both_engines_drive_a_varying_corridor_alike(tmp_path):
+def test_both_engines_drive_a_varying_corridor_alike(tmp_path, drive_engines):
     """Random driving with resets on a corridor that narrows and widens, range finders on: the
     episodes end at the same steps and every observation entry agrees to float32 rounding."""
-    from dyn4_gym.envs import Dyn4VectorEnv
-
     xs = np.linspace(0.0, 400.0, 81)
     line = np.stack((xs, 20.0 * np.sin(xs / 40.0)), -1)
     path = _write(tmp_path, "v.csv", "".join(f"{x},{y},{2.0 + 1.5 * np.sin(x / 25.0) ** 2},"
                                               f"{2.0 + 1.5 * np.cos(x / 30.0) ** 2}\n" for x, y in line))
-    kw = dict(course={"file": path}, dtype="float64", episode_steps=150, sensors={"beams": 7})
-    runs = []
-    for engine in ("numba", "torch"):
-        env = Dyn4VectorEnv(num_envs=4, engine=engine, **kw)
-        rng = np.random.default_rng(1)
-        obs, _ = env.reset(seed=0)
-        out, ends = [obs], []
-        for _ in range(300):
-            obs, _, te, tr, info = env.step(np.clip(rng.normal((0.0, 0.5), 0.5, (4, 2)), -1.5, 1.5))
-            out.append(obs)
-            ends.append(te | tr)
-        runs.append((np.asarray(out, dtype=np.float64), np.asarray(ends)))
-    (a, ea), (b, eb) = runs
+    (a, ea), (b, eb) = drive_engines(dict(course={"file": path}, sensors={"beams": 7}), seed=1, scale=0.5)
     assert ea.sum() >= 8 and np.array_equal(ea, eb)
     assert np.max(np.abs(a - b) / np.maximum(np.abs(b), 1.0)) < 2e-7
 
