@@ -463,7 +463,8 @@ class TaskCore:
         with the course projection and the sums: one graph reused for every substep) and
         :meth:`_finish` (the end checks, reward terms and observation), each with its backward
         when gradients are on. Between them, eager, only the substep loop and the gradient gate
-        (:func:`finite_rows_grad`), which reads no tensor's value: the step makes no host sync. Compiling takes minutes on two cores, once per batch size, dtype and grad mode (a
+        (:func:`finite_rows_grad`), which reads no tensor's value: the step makes no host sync.
+        Compiling takes minutes on two cores, once per batch size, dtype and grad mode (a
         window's first step, from a detached state, is one more variant); Inductor caches the
         result on disk (its FX-graph and AOTAutograd caches, on by default), so a second process
         pays seconds. Falls back to eager, with a warning, where compilation fails (a user's reward
