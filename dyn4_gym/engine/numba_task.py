@@ -328,7 +328,6 @@ def _sensors_row(b, x, CXY, CH, CW, idx, T, SE, scales, out, o):
         # which tests them all)
         m = 2 * win + 1
         E = np.empty((2 * m, 4))
-        used = 0
         for i in range(m):
             c = min(max(idx - win + i, 0), n - 2)
             # a centre-line segment whose start is farther than max_range plus its length and
