@@ -704,12 +704,6 @@ def sampler_tag(ground) -> str:
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def friction_point(b, X, Y, T):
-    """The ground's friction at one world point ``(X, Y)`` [m] of row ``b`` (the bound sampler's)."""
-    return sampler(b, X, Y, T, 0.0)[0]
-
-
-@njit(cache=True, error_model="numpy", inline="always")
 def ground_point(b, X, Y, T):
     """The ground's ``(friction, height [m])`` at one world point ``(X, Y)`` [m] of row ``b`` (the
     bound sampler's)."""

@@ -32,8 +32,7 @@ from ..model.constants import OBS_CLIP, RPM
 from ..model.packed import CC, GC, PK, SC, SN
 from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, OBS_INDEX, TERM, TERM_ORDER
-from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, friction_point, ground_point,
-                          ground_under_row, height_at,
+from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, ground_point, ground_under_row, height_at,
                           loads_row, rebuild, sampler_tag, serial_and_parallel, solve_sym3, substep_row)
 from .numba_powertrain import N_PF, drive_substep_row, with_sampler
 
@@ -295,7 +294,7 @@ def _observe_row(b, x, pts, P, passive, CXY, CH, CW, idx, s, vt, elapsed, budget
         raw[OBS.PREVIEW0_X + 2 * k] = c * rx + sn * ry
         raw[OBS.PREVIEW0_Y + 2 * k] = -sn * rx + c * ry
         if cols[no - 1] >= OBS.PREVIEW0_MU:  # the friction entries come last when observed
-            raw[OBS.PREVIEW0_MU + k] = friction_point(b, qx, qy, T)
+            raw[OBS.PREVIEW0_MU + k] = ground_point(b, qx, qy, T)[0]
     raw[OBS.ENGINE_SPEED], raw[OBS.GEAR] = pts[PT.OMEGA_E] * RPM, pts[PT.GEAR]
     if math.isfinite(budget):  # the clock (model.task.OBS_CLOCK)
         raw[OBS.TIME_LEFT], raw[OBS.LEAD] = budget - elapsed, s * (budget / goal) - elapsed
@@ -613,7 +612,7 @@ def kernels(ground=None, cache: bool = True) -> dict:
         # the observation samples the ground ahead (course.preview_friction, the sensors' patch) with it too
         sensors = rebuild(_sensors_row, "_" + sampler_tag(ground), cache, ground_point=chain["ground_point"])
         chain["_observe_row"] = rebuild(_observe_row, "_" + sampler_tag(ground), cache,
-                                        friction_point=chain["friction_point"], _sensors_row=sensors)
+                                        ground_point=chain["ground_point"], _sensors_row=sensors)
         _KERNELS[ground] = {name: serial_and_parallel(_ENTRIES[name], chain, sampler_tag(ground), cache)
                             for name in ("step", "observe")}
     return _KERNELS[ground]

@@ -153,11 +153,6 @@ class SensorConfig:
     patch_length: float = 20.0  # [m] from the first row to the last [0, 200]
     patch_width: float = 6.0  # [m] from the rightmost column to the leftmost [0, 200]
 
-    @property
-    def n(self) -> int:
-        """How many observation entries the sensors add."""
-        return self.beams + 2 * self.patch_rows * self.patch_cols
-
     def validate(self, path: str) -> None:
         check_int_range(f"{path}.beams", self.beams, 0, 64)
         check_range(f"{path}.fan", self.fan, 0.0, 2 * math.pi, lo_open=True)
@@ -358,7 +353,8 @@ def _merge(obj, values: dict, path: str):
                 value if isinstance(value, type(current)) else _merge(current, value, f"{path}.{key}"))
         elif key in ("centre_line", "widths"):
             if value is not None and not isinstance(value, (list, tuple)):
-                raise ConfigError(f"{path}.{key} must be a list of (x, y) points, got {type(value).__name__}")
+                what = "(x, y) points" if key == "centre_line" else "(right, left) widths"
+                raise ConfigError(f"{path}.{key} must be a list of {what}, got {type(value).__name__}")
             changes[key] = value
         elif key in ("preview", "origin"):
             if not isinstance(value, (list, tuple)):

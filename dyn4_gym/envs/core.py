@@ -130,16 +130,20 @@ class TaskCore:
         self._act_high = torch.ones_like(self._act_low)
         self.n_action = len(low)
         self.book_lines = BOOK_LINES + (POWERTRAIN_LINES if self.driver else ())
-        self._scales = torch.tensor([obs_scale(n, float(self.p.delta_max), cfg.course.half_width)
-                                     for n in self.obs_names[:self.n_fixed]]
-                                    + list(sensor_scales(sn.beams, sn.patch_rows, sn.patch_cols, sn.max_range)),
-                                    dtype=self.dtype, device=self.device)
+        self._scales = torch.tensor(self.obs_scales(), dtype=self.dtype, device=self.device)
         # domain randomisation (EnvConfig.vehicle_ranges, validated above): the keys in sorted order, their boxes
         self.ranges = vehicle_range_box(cfg.vehicle_ranges, cfg.vehicle, f"{path}.vehicle_ranges")
         self._steer = self.obs_names.index("steer")
         # issue 46: refused at the first reset (the Numba engine's core never draws in its dtype)
         self._reach = course_reach(cfg.course)
         self._far_in_float32 = self.dtype != torch.float64 and self._reach > FLOAT32_REACH
+
+    def obs_scales(self) -> list[float]:
+        """Each observation entry's scale (observation = value / scale), in ``obs_names``' order:
+        the task's entries' (model.task.obs_scale), then the sensors'; both engines take them here."""
+        sn, c = self.cfg.sensors, self.cfg.course
+        return ([obs_scale(n, float(self.p.delta_max), c.half_width) for n in self.obs_names[:self.n_fixed]]
+                + list(sensor_scales(sn.beams, sn.patch_rows, sn.patch_cols, sn.max_range)))
 
     def spaces(self):
         """The single env's ``(action_space, observation_space)`` (Gymnasium boxes, float32)."""

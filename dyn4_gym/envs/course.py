@@ -58,6 +58,13 @@ def goal_arc(c) -> float:
     return (course_points(c) - 1) * c.spacing - c.goal_margin
 
 
+def _arc(pts):
+    """The cumulative arc length ``(M,)`` [m] of a polyline ``pts (M, 2)`` (numpy), from 0."""
+    import numpy as np
+
+    return np.concatenate(([0.0], np.cumsum(np.hypot(np.diff(pts[:, 0]), np.diff(pts[:, 1])))))
+
+
 def centre_line_course(points, spacing: float):
     """A user's centre line ``points (M, 2)`` [m, world frame] resampled every ``spacing`` metres of
     its arc length: ``(xy (N, 2), heading (N,))`` as float64 numpy arrays, ``N = floor(L / spacing)
@@ -66,8 +73,7 @@ def centre_line_course(points, spacing: float):
     import numpy as np
 
     pts = np.asarray(points, dtype=np.float64)
-    seg = np.hypot(np.diff(pts[:, 0]), np.diff(pts[:, 1]))
-    s = np.concatenate(([0.0], np.cumsum(seg)))
+    s = _arc(pts)
     n = int(math.floor(s[-1] / spacing + 1e-9)) + 1
     t = np.arange(n) * spacing
     xy = np.stack((np.interp(t, s, pts[:, 0]), np.interp(t, s, pts[:, 1])), -1)
@@ -86,8 +92,7 @@ def course_widths(c):
 
     if c.widths is None:
         return np.full((course_points(c), 2), float(c.half_width))
-    pts = np.asarray(c.centre_line, dtype=np.float64)
-    s = np.concatenate(([0.0], np.cumsum(np.hypot(np.diff(pts[:, 0]), np.diff(pts[:, 1])))))
+    s = _arc(np.asarray(c.centre_line, dtype=np.float64))
     t = np.arange(course_points(c)) * c.spacing
     w = np.asarray(c.widths, dtype=np.float64)
     return np.stack((np.interp(t, s, w[:, 0]), np.interp(t, s, w[:, 1])), -1)

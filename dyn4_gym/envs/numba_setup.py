@@ -24,7 +24,7 @@ from ..ground.terrain import RoughConfig
 from ..model.constants import PATCH_EDGE
 from ..model.packed import COURSE_CONSTS, GROUND_CONSTS, SN, STEP_CONSTS
 from ..model.state import N_DYN4, N_PT
-from ..model.task import OBS_INDEX, TERM_ORDER, beam_angles, obs_scale, patch_points, range_window, sensor_scales
+from ..model.task import OBS_INDEX, TERM_ORDER, beam_angles, patch_points, range_window
 from ..plant.powertrain import powertrain_at
 from .core import TaskCore
 from .course import centre_line_course, course_points
@@ -107,11 +107,9 @@ class NumbaTask:
         self.vt = float(cfg.target_speed)
         self.v0 = float(cfg.target_speed if cfg.start_speed is None else cfg.start_speed)
         self.ahead = np.asarray(c.preview, dtype=np.float64)
-        fixed = core.obs_names[:core.n_fixed]
         sn = cfg.sensors
-        self.scales = np.array([obs_scale(n, float(core.p.delta_max), c.half_width) for n in fixed]
-                               + list(sensor_scales(sn.beams, sn.patch_rows, sn.patch_cols, sn.max_range)))
-        self.cols = np.array([OBS_INDEX[n] for n in fixed], dtype=np.int64)  # what the kernel observes
+        self.scales = np.array(core.obs_scales())
+        self.cols = np.array([OBS_INDEX[n] for n in core.obs_names[:core.n_fixed]], dtype=np.int64)  # what the kernel observes
         # the sensors (model.packed.SN): the header, the beams' angles, the patch points' x then y
         pts = np.asarray(patch_points(sn.patch_rows, sn.patch_cols, sn.patch_start, sn.patch_length, sn.patch_width),
                          dtype=np.float64).reshape(-1, 2)
