@@ -55,7 +55,7 @@ import torch
 
 from dyn4_gym import ECO_CLOCK, ECO_V2, FLAT_GROUND, GRADE_FORCE, RACE, RACE_V1, cli, provenance
 from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig, shac_published
-from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate, task_metric
+from dyn4_gym.agents.evaluation import EVAL_SEEDS, VALIDATION_SEEDS, evaluate, task_metric
 from dyn4_gym.agents.stats import bootstrap_ci, finish_rate, iqm, paired_ci, penalised_mean
 from dyn4_gym.agents.sb3_glue import load_zoo_config, make_model, model_policy
 from dyn4_gym.envs.core import OBS_INDEX
@@ -84,8 +84,14 @@ LIMIT_BUDGET_OF = {("race_v1", "shac"): 1_000_000}
 # seeds per method and task unless --seeds says otherwise: the issue's 10 at the limits, 5 on v1
 # (derived from LIMITS, so a task added to TASKS has its count)
 SEEDS = {task: 10 if task in LIMITS else 5 for task in TASKS}
-# the env-step points where every method is evaluated on the tasks at the limits (up to its budget)
-LIMIT_GRID = (10_000, 25_000, 50_000, 100_000, 150_000, 200_000, 500_000, 1_000_000, 1_500_000, 2_000_000)
+# the env-step points where every method is evaluated on the tasks at the limits (up to its budget),
+# on the held-out courses for the curves and on the validation courses for choosing a run's
+# checkpoint (issue 44, item 5): every 100k between 200k and 1M, where the runs finish their
+# first courses and a seed's finish rate moves by +-10-25 % from one point to the next
+# (benchmarks/shac_ablation.py's 1M runs on Race-v1, 200k apart: 0.88-1.00, 0.19-0.75); runs
+# from before the 100k points have the others, and each curve pools the points all its seeds have
+LIMIT_GRID = (10_000, 25_000, 50_000, 100_000, 150_000, 200_000, 300_000, 400_000, 500_000, 600_000, 700_000,
+              800_000, 900_000, 1_000_000, 1_500_000, 2_000_000)
 # what the learners train on where it is not the task as registered: on eco, the `schedule` term
 # in place of `late` (the same cost at arrival, felt as the car falls behind; docs/env.md, "The
 # eco task") and no progress term, so the steps sum to the metric itself (minus the fuel and the
@@ -140,8 +146,11 @@ PARETO_WEIGHTS = (8.0, 32.0, 64.0)  # energy weights besides the default's (2.0)
 PARETO_METHODS = ("shac", "ppo")
 PP_SPEEDS = (0.8, 0.85, 0.9, 0.95, 1.0, 1.1)  # pure pursuit's speed reference, times the target speed
 FIELDS = ("task", "method", "seed", "energy_weight", "env_steps", "wall_s", "eval_return", "finished", "mean_speed",
-          "time_per_km", "energy_per_km", "grad_norm", "metric", "per_course")
-NUMERIC = FIELDS[2:-1]
+          "time_per_km", "energy_per_km", "grad_norm", "metric", "per_course", "valid_finished", "valid_per_course")
+# the per-course columns are text (space-separated figures); valid_*: the same evaluation on the
+# validation courses (tasks at the limits; empty in rows from before them)
+TEXT = ("task", "method", "per_course", "valid_per_course")
+NUMERIC = tuple(f for f in FIELDS if f not in TEXT)
 
 
 def budget_of(task: str, method: str, scale: float = 1.0) -> int:
@@ -239,16 +248,18 @@ def read_rows(path: str) -> list[dict]:
         rows = list(csv.DictReader(fh))
     for r in rows:
         for k in NUMERIC:
-            v = r.get(k) or ""  # files from before the metric columns lack them
+            v = r.get(k) or ""  # files from before the metric or validation columns lack them
             r[k] = float(v) if v not in ("", "nan") else float("nan")
-        r["per_course"] = r.get("per_course") or ""
+        for k in TEXT[2:]:
+            r[k] = r.get(k) or ""
         r["seed"], r["env_steps"] = int(r["seed"]), int(r["env_steps"])
     return rows
 
 
-def per_course(r: dict) -> np.ndarray:
-    """A row's per-course metric (tasks at the limits), ``inf`` where a course does not count."""
-    return np.array([float(v) for v in r["per_course"].split()])
+def per_course(r: dict, key: str = "per_course") -> np.ndarray:
+    """A row's per-course metric (tasks at the limits), ``inf`` where a course does not count;
+    ``key="valid_per_course"``: on the validation courses."""
+    return np.array([float(v) for v in r[key].split()])
 
 
 def write_rows(path: str, rows: list[dict]) -> None:
@@ -320,14 +331,19 @@ def limit_metric(task: str, ev) -> np.ndarray:
 
 
 def _eval_row(task, method, seed, weight, steps, wall, policy, gn, eval_seeds) -> dict:
+    """One evaluation of ``policy`` on the held-out courses ``eval_seeds``; on the tasks at the
+    limits also on as many validation courses (``VALIDATION_SEEDS``), the figures a run's
+    checkpoint is chosen on (:func:`selected_rows`)."""
     ev = evaluate(policy, env_kwargs_of(task, weight), seeds=eval_seeds)
     row = dict(task=task, method=method, seed=seed, energy_weight=weight, env_steps=steps, wall_s=round(wall, 2),
                eval_return=ev.mean_return, finished=ev.finished, mean_speed=ev.mean_speed,
                time_per_km=ev.time_per_km, energy_per_km=ev.energy_per_km, grad_norm=gn, metric=float("nan"),
-               per_course="")
+               per_course="", valid_finished=float("nan"), valid_per_course="")
     if task in LIMITS:
         m = limit_metric(task, ev)
-        row.update(metric=iqm(m), finished=float(np.isfinite(m).mean()), per_course=" ".join(f"{v:.6g}" for v in m))
+        v = limit_metric(task, evaluate(policy, env_kwargs_of(task, weight), seeds=VALIDATION_SEEDS[:len(eval_seeds)]))
+        row.update(metric=iqm(m), finished=float(np.isfinite(m).mean()), per_course=" ".join(f"{x:.6g}" for x in m),
+                   valid_finished=float(np.isfinite(v).mean()), valid_per_course=" ".join(f"{x:.6g}" for x in v))
     return row
 
 
@@ -652,6 +668,8 @@ def limit_oracle(task: str, eval_seeds) -> np.ndarray | None:
     return np.array([np.inf if t is None else t for t in d["times"][:len(eval_seeds)]], dtype=np.float64)
 
 
+# how the report names a learner's checkpoints chosen on the validation courses (selected_rows)
+CHOSEN = "chosen on validation"
 # the names the classical drivers go by in the report: (baseline, strongest)
 BASE_NAMES = {"race": "baseline", "race_v1": "racing line", "eco": "baseline", "eco_v2": "baseline"}
 STRONG_NAMES = {"race": "racing line", "eco": "eco speed plan", "eco_v2": "eco speed plan"}
@@ -703,22 +721,48 @@ def _fmt_gain(p: dict, key: str = "gain") -> str:
     return f"{g:+.1%} [{lo:+.1%}, {hi:+.1%}]"
 
 
-def limit_curve(rows, task, method, scale: float = 1.0, tables: dict | None = None) -> list[dict]:
-    """The method's pooled figure at each grid point every one of its finished seeds reached, with
-    the median training wall-clock there. A run stopped short of its budget (an interrupted
-    benchmark, a shard still training) is left out, and a line says so: counted, it would cut
-    every seed's curve, and the final figure, at the point it stopped. ``tables`` (a dict) gets
-    each point's ``(seeds, courses)`` scores by its env steps."""
+def _budget_runs(rows, task, method, scale: float = 1.0) -> tuple[dict, list]:
+    """The method's runs on ``task`` with per-course figures, ``{seed: rows}``, those that reached
+    their budget; and the seeds of those that stopped short of it."""
     runs = {}
     for r in rows:
         if (r["task"], r["method"]) == (task, method) and r["per_course"]:
             runs.setdefault(r["seed"], []).append(r)
     budget = budget_of(task, method, scale)
     short = sorted(s for s, rs in runs.items() if max(r["env_steps"] for r in rs) < budget)
+    return {s: rs for s, rs in sorted(runs.items()) if s not in short}, short
+
+
+def selected_rows(rows, task, method, scale: float = 1.0) -> dict | None:
+    """Checkpoint selection on the validation courses (issue 44, item 5): per seed of the method's
+    finished runs on ``task``, its evaluated checkpoint with the highest share of validation
+    courses that count, then the lowest validation penalised mean (a race; an uncounted course at
+    the cap) or IQM (eco), then the later one. ``{seed: row}``; None where a run's rows lack the
+    validation figures (runs from before them). Only the validation columns are read to choose:
+    the rows' held-out figures are what the choice is reported with."""
+    runs, _ = _budget_runs(rows, task, method, scale)
+    trained = {s: [r for r in rs if r["env_steps"] > 0] for s, rs in runs.items()}
+    if not trained or any(not rs or any(not r["valid_per_course"] for r in rs) for rs in trained.values()):
+        return None
+    cap = _cap(task)
+
+    def key(r):
+        v = per_course(r, "valid_per_course")
+        return finish_rate(v), -(penalised_mean(v, cap) if cap is not None else iqm(v)), r["env_steps"]
+
+    return {s: max(rs, key=key) for s, rs in trained.items()}
+
+
+def limit_curve(rows, task, method, scale: float = 1.0, tables: dict | None = None) -> list[dict]:
+    """The method's pooled figure at each grid point every one of its finished seeds reached, with
+    the median training wall-clock there. A run stopped short of its budget (an interrupted
+    benchmark, a shard still training) is left out, and a line says so: counted, it would cut
+    every seed's curve, and the final figure, at the point it stopped. ``tables`` (a dict) gets
+    each point's ``(seeds, courses)`` scores by its env steps."""
+    runs, short = _budget_runs(rows, task, method, scale)
     if short:
         print(f"{task} {method}: seeds {', '.join(str(int(s)) for s in short)} left out (stopped short of the "
-              f"budget, {budget:,} env steps)")
-    runs = {s: rs for s, rs in runs.items() if s not in short}
+              f"budget, {budget_of(task, method, scale):,} env steps)")
     if not runs:
         return []
     grid = [0] + sorted({int(g * scale) for g in LIMIT_GRID})
@@ -768,7 +812,7 @@ def report_limit(task: str, rows, scale: float = 1.0) -> dict:
             if cap else ""
         print(f"{name:17s} {seeds:>5} {steps:>10} {wall:>7} {c:>20s} {q:>22s}{pm:>23s} {unit}")
 
-    finals, tables_of = {}, {}
+    finals, chosen, tables_of = {}, {}, {}
     for m in ("shac", "ppo", "sac"):
         tables = tables_of[m] = {}
         curve = limit_curve(rows, task, m, scale, tables)
@@ -778,6 +822,12 @@ def report_limit(task: str, rows, scale: float = 1.0) -> dict:
         finals[m] = tables[fin["env_steps"]]
         out["methods"][m] = dict(final=fin, curve=curve)
         line(m, fin, fin["seeds"], f"{fin['env_steps']:,}", f"{fin['wall_s']:.0f}")
+        sel = selected_rows(rows, task, m, scale)
+        if sel:  # each seed's checkpoint chosen on the validation courses, its held-out figures
+            chosen[m] = np.array([per_course(r) for r in sel.values()])
+            steps = [int(r["env_steps"]) for r in sel.values()]
+            out["methods"][m]["selected"] = dict(_figure(chosen[m], cap), env_steps=steps)
+            line(f"{m}, {CHOSEN}", out["methods"][m]["selected"], len(steps), f"{int(np.median(steps)):,}")
     line(BASE_NAMES[task], base)
     if not own:
         line(strong_name, strong)
@@ -792,29 +842,42 @@ def report_limit(task: str, rows, scale: float = 1.0) -> dict:
     # the target (issue 23): a learner >= `target` better than the baseline, the paired interval
     # of the IQM's gain above 0; and every learner against the strongest classical driver (issue
     # 44: IQM and penalised mean, both paired)
-    verdicts = {}
-    for m, table in finals.items():
+    def verdict(name, table) -> dict:
         vs_base, vs_strong = _paired(table, bars["baseline"], cap), _paired(table, bars["strong"], cap)
         met = bool(np.isfinite(vs_base["gain"]) and vs_base["gain"] >= target and vs_base["gain_ci95"][0] > 0)
-        verdicts[m] = dict(gain=vs_base["gain"], vs_baseline=vs_base, vs_strong=vs_strong, met=met)
-        print(f"target, {m}: IQM {_fmt_gain(vs_base)} lower than the {BASE_NAMES[task]}'s, paired "
+        v = dict(gain=vs_base["gain"], vs_baseline=vs_base, vs_strong=vs_strong, met=met)
+        print(f"target, {name}: IQM {_fmt_gain(vs_base)} lower than the {BASE_NAMES[task]}'s, paired "
               f"(wanted >= {target:.0%}, interval above 0): {'met' if met else 'missed'}")
         print(f"          against the {strong_name}: IQM {_fmt_gain(vs_strong)}"
               + (f", mean {_fmt_gain(vs_strong, 'mean_gain')}" if cap else "")
               + f", {what} {vs_strong['finish_diff']:+.0%} [{vs_strong['finish_diff_ci95'][0]:+.0%}, "
                 f"{vs_strong['finish_diff_ci95'][1]:+.0%}]: {'beats it' if vs_strong['beats'] else 'does not beat it'}")
         if oracle is not None:  # the gap to what this plant allows on the course (issue 44: within 3 %)
-            verdicts[m]["vs_oracle"] = vs_oracle = _paired(table, oracle, cap)
+            v["vs_oracle"] = vs_oracle = _paired(table, oracle, cap)
             print(f"          against the oracle: IQM {_fmt_gain(vs_oracle)}, mean {_fmt_gain(vs_oracle, 'mean_gain')}, "
                   f"{what} {vs_oracle['finish_diff']:+.0%}")
-    ok = [m for m in verdicts if verdicts[m]["met"]]
-    best = max(ok, key=lambda m: verdicts[m]["gain"]) if ok else min(out["methods"], key=lambda m: out["methods"][m]["final"]["iqm"])
-    out["target"] = dict(wanted=target, met=bool(ok), best=best, methods=verdicts)
+        return v
+
+    # every learner twice where it can be: its last checkpoint, and each seed's checkpoint chosen
+    # on the validation courses (under "selected"); the best is the best of either
+    verdicts, variants = {}, {}
+    for m, table in finals.items():
+        verdicts[m] = variants[m, "last"] = verdict(m, table)
+        if m in chosen:
+            verdicts[m]["selected"] = variants[m, "selected"] = verdict(f"{m}, {CHOSEN}", chosen[m])
+
+    def figure_of(mv):
+        return out["methods"][mv[0]]["final" if mv[1] == "last" else "selected"]
+
+    ok = [mv for mv in variants if variants[mv]["met"]]
+    best = (max(ok, key=lambda mv: variants[mv]["gain"]) if ok else
+            min(variants, key=lambda mv: (figure_of(mv)["iqm"], -figure_of(mv)["counted"])))
+    out["target"] = dict(wanted=target, met=bool(ok), best=best[0], best_checkpoint=best[1], methods=verdicts)
     if oracle is not None:  # the best learner within 3 % of the oracle (its IQM's paired gap)
-        g = verdicts[best]["vs_oracle"]
-        out["target"]["oracle"] = dict(wanted=-0.03, method=best, gap=g["gain"], gap_ci95=g["gain_ci95"],
-                                       met=bool(np.isfinite(g["gain"]) and g["gain"] >= -0.03))
-        print(f"target, {best} within 3 % of the oracle: IQM {_fmt_gain(g)}: "
+        g = variants[best]["vs_oracle"]
+        out["target"]["oracle"] = dict(wanted=-0.03, method=best[0], checkpoint=best[1], gap=g["gain"],
+                                       gap_ci95=g["gain_ci95"], met=bool(np.isfinite(g["gain"]) and g["gain"] >= -0.03))
+        print(f"target, {best[0]} ({best[1]} checkpoint) within 3 % of the oracle: IQM {_fmt_gain(g)}: "
               f"{'met' if out['target']['oracle']['met'] else 'missed'}")
     if "shac" in out["methods"] and "ppo" in out["methods"]:
         out["shac_vs_ppo"] = _sample_efficiency(out["methods"]["shac"]["curve"], out["methods"]["ppo"]["curve"], unit)
@@ -823,7 +886,8 @@ def report_limit(task: str, rows, scale: float = 1.0) -> dict:
         se = out["shac_vs_ppo"]
         print(f"          SHAC's steps-to-PPO's-best ratio, 95 % stratified interval [{se['steps_ratio_ci95'][0]:.1f}, "
               f"{se['steps_ratio_ci95'][1]:.1f}] (0: not reached in a resample)")
-    out["profiles"] = dict(reference=strong_name, **{m: _profile(t, bars["strong"]) for m, t in finals.items()})
+    out["profiles"] = dict(reference=strong_name, **{m: _profile(t, bars["strong"]) for m, t in finals.items()},
+                           **{f"{m}, {CHOSEN}": _profile(t, bars["strong"]) for m, t in chosen.items()})
     if oracle is not None:
         out["profiles"]["oracle"] = _profile(oracle, bars["strong"])
     return out
@@ -989,8 +1053,8 @@ def _profile_plots(args, summary, limits) -> None:
         for m, d in prof.items():
             if m == "reference":
                 continue
-            color = COLORS.get(m, "tab:red")
-            ax.plot(d["tau"], d["share"], "-o", ms=3, color=color, label=m)
+            color = COLORS.get(m.split(",")[0], "tab:red")
+            ax.plot(d["tau"], d["share"], "--o" if CHOSEN in m else "-o", ms=3, color=color, label=m)
             ax.fill_between(d["tau"], [c[0] for c in d["ci95"]], [c[1] for c in d["ci95"]], color=color, alpha=0.2)
         ax.axvline(1.0, color="k", ls=":", lw=0.8)
         ax.set(xlabel=f"tau: the {prof.get('reference', 'reference')}'s {s['metric']} / the method's, per course",

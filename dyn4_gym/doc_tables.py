@@ -145,8 +145,12 @@ def results_table(summary: dict | None = None) -> str:
         if "oracle" in t and isinstance(t["oracle"], dict) and "iqm" in t["oracle"]:
             rows.append(("oracle (through the plant)", t["oracle"], None))
         for method, m in t["methods"].items():
-            vs = ((t.get("target") or {}).get("methods") or {}).get(method, {}).get("vs_strong")
-            rows.append((method.upper() if method in ("shac", "ppo", "sac") else method, m["final"], vs))
+            verdict = ((t.get("target") or {}).get("methods") or {}).get(method, {})
+            name = method.upper() if method in ("shac", "ppo", "sac") else method
+            rows.append((name + (", last checkpoint" if "selected" in m else ""), m["final"], verdict.get("vs_strong")))
+            if "selected" in m:  # each seed's checkpoint chosen on the validation courses
+                rows.append((name + ", checkpoint chosen on validation", m["selected"],
+                             verdict.get("selected", {}).get("vs_strong")))
         for name, fig, vs in rows:
             gain = ""
             if vs is not None:

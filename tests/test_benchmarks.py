@@ -207,6 +207,9 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
     for r in rows:
         v = np.array([float(x) for x in r["per_course"].split()])
         assert v.shape == (2,) and float(r["finished"]) == np.isfinite(v).mean()
+        # the same evaluation on as many validation courses, what a checkpoint is chosen on
+        v = np.array([float(x) for x in r["valid_per_course"].split()])
+        assert v.shape == (2,) and float(r["valid_finished"]) == np.isfinite(v).mean()
     summary = cli.strict_json((docs / "learning_summary.json").read_text())  # strict: inf figures are null
     assert summary["tasks"] == {"default": {"kept": 1}}  # merged, not replaced
     for task in ("race", "eco"):
@@ -214,6 +217,12 @@ def test_the_learning_benchmark_at_the_limits_reports_iqm_baselines_and_targets(
         assert s["baseline"]["counted"] == 1.0 and s["baseline"]["ci95"][0] <= s["baseline"]["iqm"] <= s["baseline"]["ci95"][1]
         assert set(s["methods"]) == {"shac", "ppo"} and s["target"]["met"] is False  # nothing learns in 4k steps
         assert set(s["target"]["methods"]) == {"shac", "ppo"}
+        # each learner also with each seed's checkpoint chosen on validation (its one trained one
+        # here), with its own paired verdicts
+        for m in ("shac", "ppo"):
+            assert s["methods"][m]["selected"]["env_steps"] == [first.get((task, m), 4096)]
+            assert {"vs_baseline", "vs_strong"} <= set(s["target"]["methods"][m]["selected"])
+        assert s["target"]["best_checkpoint"] in ("last", "selected")
         assert "shac_vs_ppo" in s and s["methods"]["ppo"]["curve"][0]["env_steps"] == 0
     # both tasks report their strongest classical driver (issue 44: the racing line, the eco
     # speed plan) and every learner against both bars, paired on the same courses, with intervals
@@ -303,6 +312,42 @@ def test_a_run_stopped_short_of_its_budget_is_left_out_of_the_curve(capsys, load
     assert curve == lb.limit_curve(done, "race", "sac")
     assert curve[-1]["env_steps"] == budget and curve[-1]["seeds"] == 2 and len(curve) == 4
     assert lb.limit_curve(short, "race", "sac") == []
+
+
+def test_checkpoints_are_chosen_on_the_validation_courses_only(tmp_path, load_script):
+    """Per seed, the checkpoint with the highest validation finish rate, then the lowest validation
+    penalised mean, then the later one; the held-out figures play no part; rows from before the
+    validation columns (an old CSV) give no choice."""
+    lb = load_script("benchmarks/learning.py")
+    budget = lb.budget_of("race", "sac")
+
+    def row(seed, steps, valid, held_out="30 30"):
+        return dict(task="race", method="sac", seed=seed, env_steps=steps, wall_s=1.0, per_course=held_out,
+                    valid_per_course=valid)
+
+    rows = [row(0, 0, "inf inf"), row(0, 10_000, "20 inf", held_out="10 10"), row(0, budget // 2, "25 26"),
+            row(0, budget, "24 inf"),
+            # seed 1: both finish every validation course; the lower mean wins, and on a tie the later
+            row(1, 0, "inf inf"), row(1, 10_000, "22 22"), row(1, budget // 2, "21 23"), row(1, budget, "30 30"),
+            # seed 2 stopped short of its budget: left out, as from the curves
+            row(2, 0, "inf inf"), row(2, 10_000, "20 20")]
+    chosen = lb.selected_rows(rows, "race", "sac")
+    assert {s: r["env_steps"] for s, r in chosen.items()} == {0: budget // 2, 1: budget // 2}
+    rows[6]["valid_per_course"] = "22 22"  # a tie with 10k: the later checkpoint
+    assert lb.selected_rows(rows, "race", "sac")[1]["env_steps"] == budget // 2
+    rows[6]["valid_per_course"] = "22 22.5"
+    assert lb.selected_rows(rows, "race", "sac")[1]["env_steps"] == 10_000
+    # an old CSV (no validation columns) reads with them empty, and gives no choice
+    path = tmp_path / "old.csv"
+    old_fields = [f for f in lb.FIELDS if not f.startswith("valid_")]
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=old_fields)
+        w.writeheader()
+        w.writerows({k: r.get(k, 0.0) for k in old_fields} | {"task": "race", "method": "sac", "seed": r["seed"],
+                                                             "energy_weight": 0.0} for r in rows)
+    old = lb.read_rows(str(path))
+    assert all(r["valid_per_course"] == "" and r["valid_finished"] != r["valid_finished"] for r in old)
+    assert lb.selected_rows(old, "race", "sac") is None
 
 
 def test_the_learning_benchmark_defaults_to_ten_seeds_at_the_limits_and_five_on_v1(load_script):
