@@ -20,44 +20,18 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib
 import json
 import math
 import os
 import sys
 import tempfile
 
-__all__ = ["Parser", "UsageError", "pretrained_method", "script", "positive_int", "nonneg_int", "positive_float", "int_in", "float_in",
+# the errors a user's input raises and the optional-dependency check: below the env side, which
+# needs them too (so envs imports no script helper; issue 49's import circle)
+from ._extras import EXTRAS, MissingExtra, UsageError, require
+
+__all__ = ["Parser", "UsageError", "MissingExtra", "EXTRAS", "require", "pretrained_method", "script", "positive_int", "nonneg_int", "positive_float", "int_in", "float_in",
            "seed", "json_object", "write_json", "write_text", "strict_json"]
-
-
-class UsageError(ValueError):
-    """What a user gave that the work cannot take (one line, exit 2, through :func:`script`)."""
-
-
-class MissingExtra(UsageError, ImportError):
-    """An optional dependency a command needs is not installed: one line naming the package
-    extra that brings it (exit 2 through :func:`script`; an ``ImportError`` for library code)."""
-
-
-# the optional modules the package's commands import, and the extra (pyproject.toml's
-# [project.optional-dependencies]) that installs each
-EXTRAS = {"matplotlib": "plot", "pygame": "render", "moviepy": "video", "yaml": "sb3", "stable_baselines3": "sb3",
-          "ray": "ray"}
-
-
-def require(module: str, purpose: str):
-    """Import ``module`` (one of :data:`EXTRAS`' keys, or a submodule of one) for ``purpose`` (what
-    needs it, for the message), or raise :class:`MissingExtra` naming the extra to install. Called
-    where a command starts, so a missing extra stops it at once, not after minutes of work."""
-    top = module.split(".")[0]
-    if top not in EXTRAS:
-        raise KeyError(f"no extra installs {top!r}; known: {', '.join(EXTRAS)}")
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise MissingExtra(f"{purpose} needs {top}, which is not installed ({exc}): "
-                           f"pip install \"dyn4-gym[{EXTRAS[top]}]\"") from None
 
 
 def env_kwargs_of(ns) -> dict:

@@ -191,8 +191,12 @@ def test_shac_lives_on_the_envs_device():
     assert math.isfinite(agent.iteration()["actor_loss"])
 
 
-# the house's layers, lowest first: a module may import its own layer and those below it
-_LAYERS = {"model": 0, "_math": 1, "_checks": 1, "_notice": 1, "_rng": 1, "_tree": 1, "ground": 2, "plant": 3, "engine": 4}
+# the house's layers, lowest first: a module may import its own layer and those below it. The
+# scripts' helpers (cli) sit above the env side, whose ids they check, and below the trainers and
+# the fit that use them; the top-level modules (demo, doc_tables, __main__) above everything.
+_LAYERS = {"model": 0, "__init__": 0, "_math": 1, "_checks": 1, "_notice": 1, "_rng": 1, "_tree": 1, "_extras": 1, "ground": 2,
+           "plant": 3, "engine": 4, "threads": 4, "envs": 5, "cli": 6, "agents": 7, "fit": 7, "provenance": 7,
+           "demo": 8, "doc_tables": 8, "__main__": 8}
 
 
 def _dyn4_imports(path: Path) -> set:
@@ -205,8 +209,10 @@ def _dyn4_imports(path: Path) -> set:
         if isinstance(node, ast.ImportFrom) and node.level:
             base = list(pkg[:-1])[: len(pkg) - node.level]
             target = base + (node.module.split(".") if node.module else [])
-            if not target:  # "from .. import x": the names are modules of the package
-                out.update(a.name for a in node.names)
+            if not target:  # "from .. import x": a module of the package, or a name its __init__ defines
+                top = ROOT / "dyn4_gym"
+                out.update(a.name if (top / a.name).is_dir() or (top / f"{a.name}.py").exists() else "__init__"
+                           for a in node.names)
             else:
                 out.add(target[0])
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dyn4_gym."):
@@ -216,14 +222,25 @@ def _dyn4_imports(path: Path) -> set:
     return out
 
 
-@pytest.mark.parametrize("layer", ["model", "ground", "plant", "engine"])
+@pytest.mark.parametrize("layer", sorted(_LAYERS))
 def test_no_import_runs_upward(layer):
     """The model layer imports nothing of the package; the kernels (engine/) import only the
-    model, the plant and the ground, never the env side (issue 21)."""
-    for path in sorted((ROOT / "dyn4_gym" / layer).glob("*.py")):
+    model, the plant and the ground, never the env side (issue 21); the env side nothing of the
+    scripts' helpers (cli), the trainers or the fit, so no import circle runs through them (issue
+    49). Every module of the package has its layer."""
+    base = ROOT / "dyn4_gym" / layer
+    paths = sorted(base.rglob("*.py")) if base.is_dir() else [base.with_suffix(".py")]
+    assert all(p.exists() for p in paths)
+    for path in paths:
         for target in _dyn4_imports(path):
             assert target in _LAYERS and _LAYERS[target] <= _LAYERS[layer], \
                 f"{path.relative_to(ROOT)} imports dyn4_gym.{target}, above its layer {layer!r}"
+
+
+def test_every_module_of_the_package_has_its_layer():
+    tops = {p.name.removesuffix(".py") for p in (ROOT / "dyn4_gym").iterdir()
+            if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and (p / "__init__.py").exists())}
+    assert tops <= set(_LAYERS), sorted(tops - set(_LAYERS))
 
 
 def test_the_scripts_helpers_import_no_trainer():

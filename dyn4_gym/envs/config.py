@@ -309,9 +309,9 @@ class EnvConfig:
     @classmethod
     def from_yaml(cls, file) -> "EnvConfig":
         """Load a YAML mapping (needs PyYAML: the ``sb3`` extra) of overrides."""
-        from .. import cli
+        from .._extras import require
 
-        yaml = cli.require("yaml", "EnvConfig.from_yaml")
+        yaml = require("yaml", "EnvConfig.from_yaml")
 
         with open(file) as fh:
             data = yaml.safe_load(fh) or {}

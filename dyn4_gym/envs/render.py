@@ -28,10 +28,10 @@ GROUND_CELL = 0.5  # [m] the ground is sampled once an episode on this grid, the
 
 def import_pygame():
     """pygame, or an ``ImportError`` (:class:`dyn4_gym.cli.MissingExtra`) naming the extra."""
-    from .. import cli
+    from .._extras import require
 
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-    return cli.require("pygame", "rendering")
+    return require("pygame", "rendering")
 
 
 def check_render_mode(render_mode, modes) -> None:
