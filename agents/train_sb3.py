@@ -16,18 +16,19 @@ import importlib.util
 import os
 import shutil
 
-from stable_baselines3 import PPO, SAC
+import stable_baselines3
 from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback, EvalCallback
 from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
 from dyn4_gym import cli
 from dyn4_gym.agents.evaluation import VALIDATION_SEEDS
+from dyn4_gym.agents.trainers import sb3_trainers, trainer
 from dyn4_gym.agents.sb3_glue import EpisodeTermsCallback, load_zoo_config, normalize_kwargs, split_hyperparams
 from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
 
 def parse_args(argv=None):
     ap = cli.Parser(description=__doc__.splitlines()[0])
-    ap.add_argument("--algo", choices=("ppo", "sac"), default="ppo")
+    ap.add_argument("--algo", choices=sb3_trainers(), default=sb3_trainers()[0])
     ap.add_argument("--config", default=None, help="RL Zoo YAML (default configs/<algo>.yml)")
     ap.add_argument("--timesteps", type=cli.float_in(1.0, 1e12), default=None, help="override n_timesteps")
     ap.add_env_id(help="the task to train on (default Dyn4Humvee-v1): its registered keyword arguments, and the "
@@ -77,7 +78,7 @@ def main(argv=None):
 
     tb = os.path.join(out, "tb") if importlib.util.find_spec("tensorboard") else None
     progress = bool(importlib.util.find_spec("tqdm") and importlib.util.find_spec("rich"))
-    cls = {"ppo": PPO, "sac": SAC}[args.algo]
+    cls = getattr(stable_baselines3, trainer(args.algo).sb3_class)
     model = cls(run.get("policy", "MlpPolicy"), env, seed=args.seed, tensorboard_log=tb, verbose=1, device="cpu",
                 **algo_kwargs)
     callbacks = CallbackList([

@@ -27,6 +27,7 @@ import os
 import numpy as np
 
 from dyn4_gym import cli, provenance
+from dyn4_gym.agents.trainers import DEFAULT_TRAINER, TRAINERS
 
 # what ASHA ranks the trials by (higher is better), on the validation seeds
 # (dyn4_gym.agents.evaluation.VALIDATION_SEEDS), never the held-out ones: the trial env's mean
@@ -37,8 +38,8 @@ METRICS = {"return": "mean_return", "task": "task_score"}
 # reward_weights.TERM), not the trainer
 ENV_PREFIX = "env."
 # what a sweep covers without --space: each trainer's learning rate around its configs' value
-DEFAULT_SPACE = {"shac": {"actor_lr": [0.0005, 0.001]}, "ppo": {"learning_rate": [0.0001, 0.0003]},
-                 "sac": {"learning_rate": [0.0003, 0.001]}}
+# (its registry entry, dyn4_gym.agents.trainers)
+DEFAULT_SPACE = {name: t.tune_space for name, t in TRAINERS.items()}
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
 
 
@@ -108,7 +109,7 @@ def trainable(config: dict) -> None:
     seeds = VALIDATION_SEEDS[: config["eval_seeds"]]  # choosing settings: never on the held-out courses
     task = config.get("task")  # the task metric: evaluate on the id as registered, not the trial env
     eval_kwargs = env_kwargs if task is None else task["env_kwargs"]
-    if config["trainer"] == "shac":
+    if TRAINERS[config["trainer"]].kind == "plant":
         from dyn4_gym.agents import SHAC, SHACConfig
 
         params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}  # JSON lists: tuples
@@ -136,7 +137,7 @@ def base_config(trainer: str, env_id: str = DEFAULT_ID) -> dict:
     """SB3 trials start from configs/<trainer>.yml's settings for ``env_id`` (its section, RL Zoo
     format, unparsed: on the race, SAC's 16 gradient steps, not v1's 4); SHAC's from
     SHACConfig's defaults."""
-    if trainer == "shac":
+    if TRAINERS[trainer].kind == "plant":
         return {}
     from dyn4_gym.agents.sb3_glue import load_zoo_config
 
@@ -207,13 +208,13 @@ def run_sweep(trainer: str, space: dict, seeds: int = 2, env_kwargs: dict | None
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
-    if trainer not in ("shac", "ppo", "sac"):
-        raise ValueError(f"--trainer must be shac, ppo or sac, got {trainer!r}")
+    if trainer not in TRAINERS:
+        raise ValueError(f"--trainer must be one of {', '.join(TRAINERS)}, got {trainer!r}")
     if metric not in METRICS:
         raise ValueError(f"--metric must be one of {sorted(METRICS)}, got {metric!r}")
     rank = METRICS[metric]
     check_metric(space, metric)
-    chunk = chunk or (5 if trainer == "shac" else 4096)
+    chunk = chunk or TRAINERS[trainer].tune_chunk
     name = name or f"{trainer}_sweep"
     out = os.path.abspath(out)
     if not ray.is_initialized():
@@ -271,7 +272,7 @@ def check_space(trainer: str, space: dict, env_id: str | None = None, env_kwargs
                 EnvConfig.from_dict(with_env_params(env_kwargs or {}, {k: v}))
             except ConfigError as exc:
                 raise ValueError(f"--space[{ENV_PREFIX + k!r}] = {v!r}: {exc}") from None
-    if trainer == "shac":
+    if TRAINERS[trainer].kind == "plant":
         from dyn4_gym.agents import SHACConfig
 
         fields = {f.name for f in dataclasses.fields(SHACConfig)} - {"seed"}
@@ -284,9 +285,9 @@ def check_space(trainer: str, space: dict, env_id: str | None = None, env_kwargs
                 except (TypeError, ValueError) as exc:
                     raise ValueError(f"--space[{k!r}]: {exc}") from None
         return
-    from stable_baselines3 import PPO, SAC
+    import stable_baselines3
 
-    cls = {"ppo": PPO, "sac": SAC}[trainer]
+    cls = getattr(stable_baselines3, TRAINERS[trainer].sb3_class)
     known = set(inspect.signature(cls.__init__).parameters) - {"self", "env", "seed", "device", "verbose"}
     known |= set(base_config(trainer, env_id or DEFAULT_ID)) | {"n_envs", "normalize", "policy", "policy_kwargs"}
     for k in space:
@@ -298,7 +299,7 @@ def parse_args(argv=None):
     from dyn4_gym.agents.evaluation import VALIDATION_SEEDS
 
     ap = cli.Parser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trainer", choices=("shac", "ppo", "sac"), default="shac")
+    ap.add_argument("--trainer", choices=tuple(TRAINERS), default=DEFAULT_TRAINER)
     ap.add_argument("--space", type=cli.json_object, default=None,
                     help="JSON: a trainer config field -> list of values (SHACConfig fields, or SB3 keyword arguments; "
                          "env.FIELD or env.reward_weights.TERM: the training env's; default: the trainer's learning rate, "

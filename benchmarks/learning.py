@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import csv
 import functools
 import json
@@ -54,10 +53,11 @@ import numpy as np
 import torch
 
 from dyn4_gym import ECO_CLOCK, ECO_V2, FLAT_GROUND, GRADE_FORCE, RACE, RACE_V1, cli, provenance
-from dyn4_gym.agents import SHAC, PurePursuit, SHACConfig, shac_published
+from dyn4_gym.agents import PurePursuit, SHACConfig, shac_published
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, VALIDATION_SEEDS, evaluate, task_metric
 from dyn4_gym.agents.stats import bootstrap_ci, finish_rate, iqm, paired_ci, penalised_mean
-from dyn4_gym.agents.sb3_glue import load_zoo_config, make_model, model_policy
+from dyn4_gym.agents.sb3_glue import load_zoo_config
+from dyn4_gym.agents.trainers import TRAINERS
 from dyn4_gym.envs.core import OBS_INDEX
 from dyn4_gym.envs.rewards import DEFAULT_WEIGHTS
 
@@ -169,51 +169,6 @@ def eval_points(task: str, budget: int, scale: float, evals: int) -> list[int]:
 
 
 # ------------------------------------------------------------------------------------ trainers
-class ShacRun:
-    def __init__(self, env_kwargs: dict, seed: int, compile: bool = True, config: SHACConfig | None = None):
-        if compile:
-            # each run's compiled step afresh: dynamo's recompile limit (8 a function) counts
-            # across the runs of one process, and past it the step runs eager, slower and in other
-            # floats (measured in benchmarks/pretrained.py's first run: the second task trained
-            # 2.6x slower than the first, the fourth over 21 min where ~4 were expected);
-            # Inductor's disk cache keeps the recompiles cheap
-            torch._dynamo.reset()
-        config = config or SHACConfig(**SHAC_SETTINGS, seed=seed)
-        self.agent = SHAC(dataclasses.replace(config, compile=compile, seed=seed), env_kwargs)
-        self.grad_norm = float("nan")
-
-    @property
-    def env_steps(self) -> int:
-        return self.agent.env_steps
-
-    def train_to(self, steps: int) -> None:
-        if steps <= self.env_steps:  # a window can overshoot the next point: nothing to do
-            return
-        recs = self.agent.train(env_steps=steps, log=None)
-        self.grad_norm = float(np.median([r["grad_norm"] for r in recs]))  # before clipping, over the chunk
-
-    def policy(self):
-        return self.agent.policy
-
-
-class SB3Run:
-    def __init__(self, algo: str, env_id: str, env_kwargs: dict, seed: int):
-        hp = load_zoo_config(os.path.join(CONFIGS, f"{algo}.yml"), env_id)
-        self.model = make_model(algo, hp, env_kwargs, seed=seed)
-        self.grad_norm = float("nan")
-
-    @property
-    def env_steps(self) -> int:
-        return int(self.model.num_timesteps)
-
-    def train_to(self, steps: int) -> None:
-        if steps > self.env_steps:
-            self.model.learn(total_timesteps=steps - self.env_steps, reset_num_timesteps=False)
-
-    def policy(self):
-        return model_policy(self.model)
-
-
 def env_kwargs_of(task: str, weight: float, method: str | None = None) -> dict:
     """The env's keyword arguments for a run: the v1 tasks with their energy weight; the tasks at
     the limits as registered (their energy weight is 0, and stays so), the env every method is
@@ -230,14 +185,21 @@ def env_kwargs_of(task: str, weight: float, method: str | None = None) -> dict:
     return {**kwargs, "reward_weights": {"energy": weight}}
 
 
+def settings_of(method: str, task: str, budget: int | None = None, env_id: str | None = None):
+    """A trainer's settings on ``task`` (``make_run``'s ``settings``): SHAC's config (the tasks at
+    the limits: the paper's optimiser schedule decaying over the run's budget, with the task's
+    settings, LIMIT_SHAC; elsewhere SHAC_SETTINGS over the defaults), or an SB3 trainer's section of
+    configs/<method>.yml for ``env_id`` (the task's own id by default)."""
+    if TRAINERS[method].kind == "plant":
+        if task in LIMITS:
+            return shac_published(budget or budget_of(task, method), **LIMIT_SHAC[task])
+        return SHACConfig(**SHAC_SETTINGS)
+    return load_zoo_config(os.path.join(CONFIGS, f"{method}.yml"), env_id or TASKS[task][0])
+
+
 def make_run(method: str, task: str, seed: int, weight: float, compile: bool = True, budget: int | None = None):
-    env_kwargs = env_kwargs_of(task, weight, method)
-    if method == "shac":
-        # on the tasks at the limits, the paper's optimiser schedule, decaying over the run's
-        # budget, with the task's settings (LIMIT_SHAC)
-        config = shac_published(budget or budget_of(task, "shac"), **LIMIT_SHAC[task]) if task in LIMITS else None
-        return ShacRun(env_kwargs, seed, compile, config)
-    return SB3Run(method, TASKS[task][0], env_kwargs, seed)
+    """A run of ``method`` (dyn4_gym.agents.trainers) on ``task``'s training env."""
+    return TRAINERS[method].make_run(env_kwargs_of(task, weight, method), seed, settings_of(method, task, budget), compile)
 
 
 # ------------------------------------------------------------------------------------ the CSV
@@ -404,13 +366,16 @@ def train_all(args, path: str, eval_seeds) -> None:
         save_run(path, key, mine)  # an unfinished run restarts from scratch: its old rows go
         # the machine that trains it: figures repeat on one machine, not across (provenance.py)
         provenance.record(os.path.join(os.path.dirname(path), provenance.FILE), run=list(key))
+        grad_norm = float("nan")
         for target in points:
             before, t0 = run.env_steps, time.perf_counter()
-            run.train_to(target)
+            recs = run.train_to(target)
             wall += time.perf_counter() - t0
+            if recs:  # the chunk's median gradient norm before clipping (SHAC's records; SB3 has none)
+                grad_norm = float(np.median([r["grad_norm"] for r in recs]))
             if run.env_steps == mine[-1]["env_steps"]:
                 continue  # the last window (or rollout) already passed this point: evaluated there
-            r = _eval_row(task, method, seed, w, run.env_steps, wall, run.policy(), run.grad_norm, seeds_here)
+            r = _eval_row(task, method, seed, w, run.env_steps, wall, run.policy(), grad_norm, seeds_here)
             mine.append(r)
             save_run(path, key, mine)
             acc = rates.setdefault(method, [0, 0.0])
@@ -496,7 +461,7 @@ def report(args, path: str, eval_seeds) -> dict:
         print(f"no finished runs in {path} yet")
         return {}
     w0 = DEFAULT_WEIGHTS["energy"]
-    methods = [m for m in ("shac", "ppo", "sac") if any(r["method"] == m for r in rows)]
+    methods = [m for m in TRAINERS if any(r["method"] == m for r in rows)]
     tasks = [t for t in TASKS if t not in LIMITS and any(r["task"] == t for r in rows)]
     limits = [t for t in LIMITS if any(r["task"] == t for r in rows)]
     summary = dict(tasks={}, pareto={}) if tasks else {}
@@ -813,7 +778,7 @@ def report_limit(task: str, rows, scale: float = 1.0) -> dict:
         print(f"{name:17s} {seeds:>5} {steps:>10} {wall:>7} {c:>20s} {q:>22s}{pm:>23s} {unit}")
 
     finals, chosen, tables_of = {}, {}, {}
-    for m in ("shac", "ppo", "sac"):
+    for m in TRAINERS:
         tables = tables_of[m] = {}
         curve = limit_curve(rows, task, m, scale, tables)
         if not curve:
@@ -1170,7 +1135,7 @@ def parse_args(argv=None):
 
     ap = cli.Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", choices=tuple(TASKS), default=list(TASKS))
-    ap.add_argument("--methods", nargs="+", choices=tuple(BUDGETS), default=list(BUDGETS))
+    ap.add_argument("--methods", nargs="+", choices=tuple(TRAINERS), default=list(TRAINERS))
     ap.add_argument("--seeds", type=cli.int_in(1, 1000), default=None,
                     help="seeds per method and task, 0..N-1 (default: SEEDS, 5 on the v1 tasks and 10 at the limits)")
     ap.add_argument("--scale", type=cli.float_in(0.0, 1e6, lo_open=True), default=1.0,

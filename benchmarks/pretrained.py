@@ -31,6 +31,7 @@ import learning as L  # noqa: E402  the benchmark's settings, one home
 from dyn4_gym import provenance  # noqa: E402
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, evaluate, task_figures  # noqa: E402
 from dyn4_gym.agents.pretrained import METHODS, PRETRAINED_DIR, load_files  # noqa: E402
+from dyn4_gym.agents.trainers import DEFAULT_TRAINER, TRAINERS  # noqa: E402
 from dyn4_gym.envs.ids import id_kwargs  # noqa: E402
 
 # the ids shipped, and the learning benchmark's task whose settings train each
@@ -60,16 +61,16 @@ def commit() -> str:
         return "unknown"
 
 
-def make(env_id: str, compile: bool, method: str = "shac") -> dict:
+def make(env_id: str, compile: bool, method: str = DEFAULT_TRAINER) -> dict:
     task = TASK_OF[env_id]
     budget = L.budget_of(task, method)
-    torch.manual_seed(SEED)  # make_run resets dynamo's caches for each run (learning.ShacRun)
+    torch.manual_seed(SEED)  # a SHAC run resets dynamo's caches (dyn4_gym.agents.trainers)
     # the benchmark's default energy weight (the tasks at the limits ignore it: their own weights)
     weight = L.DEFAULT_WEIGHTS["energy"]
     if env_id in OWN_ENV:
         kwargs = {k: v for k, v in id_kwargs(env_id).items() if k != "engine"}
         kwargs["reward_weights"] = {**kwargs.get("reward_weights", {}), "energy": weight}  # env_kwargs_of's
-        run = L.ShacRun(kwargs, SEED, compile) if method == "shac" else L.SB3Run(method, env_id, kwargs, SEED)
+        run = TRAINERS[method].make_run(kwargs, SEED, L.settings_of(method, task, env_id=env_id), compile)
     else:
         run = L.make_run(method, task, SEED, weight, compile, budget)
     t0 = time.perf_counter()
@@ -77,11 +78,7 @@ def make(env_id: str, compile: bool, method: str = "shac") -> dict:
     wall = time.perf_counter() - t0
     os.makedirs(PRETRAINED_DIR, exist_ok=True)
     stem = os.path.join(PRETRAINED_DIR, f"{env_id}__{method}")
-    if method == "shac":
-        run.agent.save(stem + ".pt")
-    else:  # SB3's own files: the model, and its observation normaliser beside it
-        run.model.save(stem + ".zip")
-        run.model.get_env().save(stem + ".vecnormalize.pkl")
+    run.save(stem)  # SHAC's checkpoint; SB3's own files: the model, its observation normaliser beside it
     policy = load_files(stem, method)  # what pretrained() will load, read back from the files
     rec = dict(env_id=env_id, method=method, seed=SEED, env_steps=run.env_steps, train_wall_s=round(wall, 1),
                settings=f"benchmarks/learning.py's {method.upper()} on its task {task!r}"
@@ -97,7 +94,7 @@ def make(env_id: str, compile: bool, method: str = "shac") -> dict:
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ids", nargs="+", choices=tuple(TASK_OF), default=list(TASK_OF))
-    ap.add_argument("--methods", nargs="+", choices=tuple(METHODS), default=["shac"])
+    ap.add_argument("--methods", nargs="+", choices=tuple(METHODS), default=[DEFAULT_TRAINER])
     ap.add_argument("--force", action="store_true", help="make an id again even if it ships")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--threads", type=int, default=1)

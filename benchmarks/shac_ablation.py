@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import os
 import sys
 import time
@@ -45,6 +44,7 @@ from dyn4_gym import cli  # noqa: E402
 from dyn4_gym.agents import shac_published  # noqa: E402
 from dyn4_gym.agents.evaluation import VALIDATION_SEEDS, evaluate  # noqa: E402
 from dyn4_gym.agents.stats import finish_rate, paired_ci  # noqa: E402
+from dyn4_gym.agents.trainers import TRAINERS  # noqa: E402
 
 VARIANTS = {"base": {},
             "edge3": {"edge_barrier": 3.0},
@@ -92,7 +92,7 @@ def make_agent(task: str, variant: str, seed: int, budget: int, compile: bool):
     env = L.env_kwargs_of(task, 0.0, "shac")
     for k, v in VARIANTS[variant].get("env", {}).items():  # the training env's fields, tables merged
         env[k] = {**env[k], **v} if isinstance(v, dict) and isinstance(env.get(k), dict) else v
-    return L.ShacRun(env, seed, compile, dataclasses.replace(config, seed=seed)).agent
+    return TRAINERS["shac"].make_run(env, seed, config, compile).agent
 
 
 def read(path: str) -> list[dict]:

@@ -59,10 +59,11 @@ def _prog(file: str | None) -> str:
 
 
 def pretrained_method(policy: str) -> str | None:
-    """The method a ``--policy`` value names a shipped agent of: ``"pretrained"`` is SHAC's,
-    ``"pretrained:METHOD"`` that method's; None for any other value (classical, a file)."""
+    """The method a ``--policy`` value names a shipped agent of: ``"pretrained:METHOD"`` that
+    method's, ``"pretrained"`` ``""`` (the default trainer's, ``dyn4_gym.agents.trainers``); None
+    for any other value (classical, a file)."""
     kind, _, method = policy.partition(":")
-    return (method or "shac") if kind == "pretrained" else None
+    return method if kind == "pretrained" else None
 
 
 class Parser(argparse.ArgumentParser):

@@ -128,6 +128,8 @@ def results_table(summary: dict | None = None) -> str:
     of held-out seed-courses that count (finished, or in the eco budget) with its 95 % interval,
     the IQM of the metric (uncounted courses infinitely bad) with its interval, and the paired
     gain over the strongest classical driver (positive: better)."""
+    from .agents.trainers import TRAINERS
+
     if summary is None:
         summary = json.loads((ROOT / "docs" / "learning_summary.json").read_text())
     lines = ["| task | driver | seeds x courses | counted [95 % CI] | IQM [95 % CI] | vs the strongest classical (paired) |",
@@ -146,7 +148,7 @@ def results_table(summary: dict | None = None) -> str:
             rows.append(("oracle (through the plant)", t["oracle"], None))
         for method, m in t["methods"].items():
             verdict = ((t.get("target") or {}).get("methods") or {}).get(method, {})
-            name = method.upper() if method in ("shac", "ppo", "sac") else method
+            name = TRAINERS[method].label if method in TRAINERS else method
             rows.append((name + (", last checkpoint" if "selected" in m else ""), m["final"], verdict.get("vs_strong")))
             if "selected" in m:  # each seed's checkpoint chosen on the validation courses
                 rows.append((name + ", checkpoint chosen on validation", m["selected"],

@@ -49,6 +49,9 @@ def load_policy(path: str, env_kwargs: dict | None = None, vecnormalize: str | N
     method = pretrained_method(path)
     if method is not None:  # "pretrained" or "pretrained:METHOD": the agent shipped for env_id
         from .pretrained import pretrained
+        from .trainers import DEFAULT_TRAINER
+
+        method = method or DEFAULT_TRAINER
 
         if env_id is None:
             raise UsageError("--policy pretrained needs --env-id: the task whose shipped agent to load")

@@ -20,14 +20,17 @@ from __future__ import annotations
 import json
 import os
 
+from .trainers import DEFAULT_TRAINER, TRAINERS, trainer
+
 __all__ = ["PRETRAINED_DIR", "SIZE_BUDGET", "METHODS", "available", "load_files", "pretrained", "pretrained_path",
            "pretrained_record"]
 
 PRETRAINED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "pretrained")
 SIZE_BUDGET = 4 * 2**20  # [bytes] every shipped agent together (tests/test_pretrained_issue47.py holds it)
-# the methods that ship, and their checkpoint's extension: SHAC's own checkpoint; PPO's SB3 model
-# (with its VecNormalize statistics beside it, ``<stem>.vecnormalize.pkl``; loading needs the sb3 extra)
-METHODS = {"shac": ".pt", "ppo": ".zip"}
+# the methods an agent can ship for (every trainer), and their checkpoint's extension: SHAC's own
+# checkpoint; an SB3 model (with its VecNormalize statistics beside it, ``<stem>.vecnormalize.pkl``;
+# loading needs the sb3 extra). SHAC and PPO ship today.
+METHODS = {name: t.suffix for name, t in TRAINERS.items()}
 
 
 def _stem(env_id: str, method: str) -> str:
@@ -55,13 +58,13 @@ def _check(env_id: str, method: str) -> None:
         raise ValueError(f"no pretrained {method!r} agent for {env_id!r}; shipped: {ships}")
 
 
-def pretrained_path(env_id: str, method: str = "shac") -> str:
+def pretrained_path(env_id: str, method: str = DEFAULT_TRAINER) -> str:
     """The shipped checkpoint's path (``ValueError`` naming what ships when there is none)."""
     _check(env_id, method)
     return _stem(env_id, method) + METHODS[method]
 
 
-def pretrained_record(env_id: str, method: str = "shac") -> dict:
+def pretrained_record(env_id: str, method: str = DEFAULT_TRAINER) -> dict:
     """The agent's record: provenance (command, commit, seed, env steps, packages) and the
     held-out figures it reached (``figures``)."""
     _check(env_id, method)
@@ -69,7 +72,7 @@ def pretrained_record(env_id: str, method: str = "shac") -> dict:
         return json.load(f)
 
 
-def pretrained(env_id: str, method: str = "shac"):
+def pretrained(env_id: str, method: str = DEFAULT_TRAINER):
     """The shipped policy for ``env_id``: ``policy(obs (B, n_obs) tensor) -> actions (B, n_action)``,
     deterministic (the actor's mean), for the env ``gym.make(env_id)`` makes. PPO's needs the sb3
     extra (its files are SB3's: the model and its observation normaliser)."""
@@ -81,10 +84,4 @@ def load_files(stem: str, method: str):
     """The policy in an agent's files ``<stem>.pt`` (SHAC) or ``<stem>.zip`` and
     ``<stem>.vecnormalize.pkl`` (PPO), record or not (benchmarks/pretrained.py reads back what it
     has just written with it)."""
-    if method == "ppo":
-        from .sb3_glue import sb3_policy
-
-        return sb3_policy(stem + METHODS[method], stem + ".vecnormalize.pkl")[0]
-    from .shac import SHAC
-
-    return SHAC.load_policy(stem + METHODS[method])[0]
+    return trainer(method).load_policy(stem)

@@ -52,10 +52,13 @@ def make_model(algo: str, hp: dict, env_kwargs: dict | None = None, seed: int = 
     """SB3 ``PPO`` or ``SAC`` on the batched env (:class:`Dyn4SB3VecEnv`, the Numba engine) with a
     zoo config's settings ``hp`` (:func:`load_zoo_config`): ``n_envs`` rows, ``VecNormalize``
     when ``normalize`` asks for it, the rest as the algorithm's keyword arguments."""
-    from stable_baselines3 import PPO, SAC
+    import stable_baselines3
     from stable_baselines3.common.vec_env import VecNormalize
 
     from ..envs.sb3 import Dyn4SB3VecEnv
+    from .trainers import trainer
+
+    cls = getattr(stable_baselines3, trainer(algo).sb3_class)  # a ValueError naming the trainers first
 
     run, kw = split_hyperparams(hp)
     env = Dyn4SB3VecEnv(num_envs=int(run.get("n_envs", 16)), **{**run.get("env_kwargs", {}), **(env_kwargs or {})})
@@ -63,7 +66,6 @@ def make_model(algo: str, hp: dict, env_kwargs: dict | None = None, seed: int = 
     if norm is not None:
         env = VecNormalize(env, **norm)
     env.seed(seed)
-    cls = {"ppo": PPO, "sac": SAC}[algo]
     return cls(run.get("policy", "MlpPolicy"), env, seed=seed, device="cpu", verbose=verbose, **kw)
 
 
@@ -163,6 +165,7 @@ def sb3_policy(model_path: str, vecnormalize: str | None = None, with_meta: bool
     sb3 = cli.require("stable_baselines3", "loading a Stable-Baselines3 model")
 
     from .shac import CheckpointError, _why
+    from .trainers import sb3_trainers, trainer
 
     # SB3's zip and VecNormalize's pickle are SB3's formats: loading runs pickled code by their
     # design, so load only files you trust. What is checked here is that they are what they claim.
@@ -172,10 +175,10 @@ def sb3_policy(model_path: str, vecnormalize: str | None = None, with_meta: bool
         if os.path.exists(os.path.join(folder, "run.json")):
             with open(os.path.join(folder, "run.json")) as fh:
                 meta = json.load(fh)
-        if not isinstance(meta, dict) or meta.get("algo", "ppo") not in ("ppo", "sac"):
+        if not isinstance(meta, dict) or ("algo" in meta and meta["algo"] not in sb3_trainers()):
             raise ValueError("run.json beside the model is not train_sb3.py's")
         # run.json names the algorithm; without it (a model from elsewhere) each is tried
-        names = [meta["algo"].upper()] if "algo" in meta else ["PPO", "SAC", "TD3", "A2C", "DDPG"]
+        names = [trainer(meta["algo"]).sb3_class] if "algo" in meta else ["PPO", "SAC", "TD3", "A2C", "DDPG"]
         model, errors = None, []
         for name in names:
             try:
