@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import torch
 
-from .model.constants import ELLIPSE_EPS, SOFTCAP_WIDTH, SOFTPLUS_LINEAR, SOFTPLUS_MIN
+from .model.constants import ELLIPSE_EPS, SERIES_BELOW, SOFTCAP_WIDTH, SOFTPLUS_LINEAR, SOFTPLUS_MIN
 
 __all__ = ["atanc", "softcap", "softplus_floor", "tanhc", "ellipse_factor"]
 
-_SMALL = 1e-4
+_SMALL = SERIES_BELOW
 
 
 def atanc(x: torch.Tensor) -> torch.Tensor:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import torch
 
+from .model.constants import DRAW_SALT, HASH_MASK, HASH_MUL, STREAM_SALTS
+
 __all__ = ["hash32", "uniform", "key_of_seed"]
 
-_MASK = 0xFFFFFFFF
+_MASK = HASH_MASK
 
 
 def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
@@ -29,9 +31,9 @@ def hash32(x: torch.Tensor) -> torch.Tensor:
     """``lowbias32``: a 32-bit integer hash with good avalanche, elementwise on int64 tensors."""
     x = x & _MASK
     x = x ^ (x >> 16)
-    x = _mul32(x, 0x7FEB352D)
+    x = _mul32(x, HASH_MUL[0])
     x = x ^ (x >> 15)
-    x = _mul32(x, 0x846CA68B)
+    x = _mul32(x, HASH_MUL[1])
     return x ^ (x >> 16)
 
 
@@ -50,10 +52,10 @@ def _stream(words, salt: int) -> torch.Tensor:
 def uniform(key: torch.Tensor, episode: torch.Tensor, n: int, dtype=torch.float64) -> torch.Tensor:
     """``(B, n)`` uniforms in ``(0, 1)`` for rows with stream ``key (B,)`` at ``episode (B,)`` (int64)."""
     words = (key & _MASK, (key >> 32) & _MASK, episode & _MASK, (episode >> 32) & _MASK)
-    a = _stream(words, 0x9E3779B9).unsqueeze(-1)
-    b = _stream(words, 0x85EBCA6B).unsqueeze(-1)
+    a = _stream(words, STREAM_SALTS[0]).unsqueeze(-1)
+    b = _stream(words, STREAM_SALTS[1]).unsqueeze(-1)
     idx = torch.arange(n, dtype=torch.int64, device=key.device)
     x1 = hash32(hash32(a + idx) ^ b)
-    x2 = hash32(hash32(b + idx + 0x632BE5AB) ^ a)
+    x2 = hash32(hash32(b + idx + DRAW_SALT) ^ a)
     bits = (x1 >> 5) * (1 << 26) + (x2 >> 6)  # 27 + 26 = 53 bits
     return ((bits.to(torch.float64) + 0.5) / float(1 << 53)).to(dtype)

@@ -313,6 +313,23 @@ def test_no_literal_state_length_in_the_package():
     assert not found, "\n".join(found)
 
 
+def test_the_torch_side_reads_the_plant_state_by_name():
+    """Issue 49: outside the kernels (engine/, which read it through their own named constants)
+    and the schema (model/), a plant state (``x``, ``x1``) is never subscripted by a literal
+    position: ``x[..., DYN4.VX]``, ``x[..., VERTICAL]``, so a state that grows keeps every reader right."""
+    import re
+
+    literal = re.compile(r"\bx1?\[(?:\.\.\.|:), *:?-?\d")
+    found = []
+    for path in sorted((ROOT / "dyn4_gym").rglob("*.py")):
+        if path.parent.name in ("engine", "model"):
+            continue
+        for k, line in enumerate(path.read_text().splitlines(), 1):
+            if literal.search(line.split("#")[0]):
+                found.append(f"{path.relative_to(ROOT)}:{k}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
 def test_the_reward_recipe_names_where_each_built_in_term_lives():
     """Issue 49: docs/engines.md's recipe for a built-in term is current: each built-in term
     has its torch function in rewards._FUNCTIONS and its kernel line in numba_task.terms_row,

@@ -43,7 +43,7 @@ from .._checks import check_positive, check_range
 from ..envs import EnvConfig, TaskCore
 from ..envs.course import goal_arc
 from ..model.constants import RPM
-from ..model.state import PT
+from ..model.state import DYN4, PT
 from ..model.task import OBS_INDEX, obs_scale
 from ..plant.powertrain import PowertrainParams, powertrain_forces
 from ..plant.spec import VehicleSpec
@@ -334,7 +334,7 @@ def plan_courses(cfg: EnvConfig, seeds, params=EcoPlanParams()) -> list[SpeedPla
     k = int(math.ceil(3.0 / spacing))  # the footprint, as the racing line's (race.FOOTPRINT)
     height = _footprint_mean(height.detach().to(torch.float64).numpy(), k)
     s0 = state.s.to(torch.float64).numpy()
-    v0 = state.x[:, 3].to(torch.float64).numpy()
+    v0 = state.x[:, DYN4.VX].to(torch.float64).numpy()
     goal = goal_arc(cfg.course)
     fmap = steady_fuel_map(core.pt, np.arange(0.5, 20.5001, 0.05))
     planned: dict[tuple, SpeedPlan] = {}

@@ -14,6 +14,7 @@ import torch
 
 from ..envs import EnvConfig, TaskCore
 from ..envs.inputs import check_actions
+from ..model.state import DYN4
 from .stats import iqm
 
 __all__ = ["EVAL_SEEDS", "VALIDATION_SEEDS", "Evaluation", "evaluate", "counted_litres", "task_metric", "task_score",
@@ -84,7 +85,7 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
     success = np.zeros(n, dtype=bool)
     arrival = np.full(n, np.inf)
     x = eng.task_state(state).x
-    traces, energy = [x[:, :2].double().numpy().copy()], [np.zeros(n)]
+    traces, energy = [x[:, DYN4.X:DYN4.Y + 1].double().numpy().copy()], [np.zeros(n)]
     terms, books = {}, {}
     for _ in range(steps):
         action = _policy_actions(policy(torch.as_tensor(obs, device=core.device)), n, core)
@@ -96,14 +97,14 @@ def evaluate(policy, env_kwargs: dict | None = None, seeds=EVAL_SEEDS, max_steps
         dist += info["progress"] * a
         work += np.maximum(info["books"]["supplied"], 0.0) * a
         ct2 += info["cross_track"] ** 2 * a
-        speed += x[:, 3] * a
+        speed += x[:, DYN4.VX] * a
         count += a
         arrival[info["success"] & alive] = count[info["success"] & alive] * cfg.control_dt
         success |= info["success"] & alive
         for acc, group in ((terms, "reward_terms"), (books, "books")):
             for k, v in info[group].items():
                 acc[k] = acc.get(k, 0.0) + np.asarray(v, dtype=np.float64) * a
-        pos = x[:, :2].copy()
+        pos = x[:, DYN4.X:DYN4.Y + 1].copy()
         pos[~alive] = np.nan  # rows already finished before this step are not drawn on
         alive &= ~(term | trunc)
         traces.append(pos)

@@ -26,8 +26,8 @@ from numba import njit, prange
 
 from ..model.books import BOOK, N_BOOKS
 from ..model.constants import (A_BLEND, DEFAULT_MU, ELLIPSE_EPS, FLOOR_SHARE, LOCK_WIDTH, LOCKED, MU_FLOOR,
-                               MU_FLOOR_SCALE, N_SECANT, SLIDE_ANGLE, SLOPE_STEP, SOFTCAP_WIDTH, SOFTPLUS_LINEAR,
-                               SOFTPLUS_MIN)
+                               MU_FLOOR_SCALE, N_SECANT, SERIES_BELOW, SLIDE_ANGLE, SLOPE_STEP, SOFTCAP_WIDTH,
+                               SOFTPLUS_LINEAR, SOFTPLUS_MIN)
 from ..model.packed import N_PARAMS, PARAM_NAMES, PK, TERRAIN_FIELDS, WHEEL_PARAM_NAMES
 from ..model.state import DYN4 as S, N_DYN4
 
@@ -83,7 +83,7 @@ def pack_terrain(t, batch: int) -> tuple:
 @njit(cache=True, error_model="numpy", inline="always")
 def _atanc(x, atan_x):
     """``atan(x) / x`` (a series near 0), from ``atan_x = atan(x)`` already at hand."""
-    if abs(x) < 1e-4:
+    if abs(x) < SERIES_BELOW:  # _math.atanc's series
         x2 = x * x
         return 1.0 - x2 / 3.0 + x2 * x2 / 5.0
     return atan_x / x

@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..model.books import BOOK, N_BOOKS, N_PT_LINES, PTB
-from ..model.constants import OBS_CLIP, RPM
+from ..model.constants import DRAW_SALT, HASH_MASK, HASH_MUL, OBS_CLIP, RPM, STREAM_SALTS
 from ..model.packed import CC, GC, PK, SC, SN
 from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, OBS_INDEX, TERM, TERM_ORDER
@@ -40,7 +40,9 @@ __all__ = ["NumbaState", "reset_rows", "observe", "step", "guard_rows"]
 
 _NT = len(TERM_ORDER)
 N_OBS_ALL = len(OBS_INDEX)  # every entry a task can observe (model.task.OBS_TABLE_ALL)
-_MASK = 0xFFFFFFFF
+_MASK = HASH_MASK
+_MUL0, _MUL1 = HASH_MUL  # module constants: Numba folds them into the kernels
+_SALT0, _SALT1 = STREAM_SALTS
 # slice bounds as plain ints: Numba's parallel array analysis takes only integer slice bounds
 _TERMS0, _BOOKS0, _PT0 = int(INFO.TERMS), int(INFO.BOOKS), int(INFO.PT_LINES)
 
@@ -78,9 +80,9 @@ def _hash32(x):
     # _rng.hash32 (lowbias32); int64 products wrap, and only their low 32 bits are kept
     x = x & _MASK
     x = x ^ (x >> 16)
-    x = (x * 0x7FEB352D) & _MASK
+    x = (x * _MUL0) & _MASK
     x = x ^ (x >> 15)
-    x = (x * 0x846CA68B) & _MASK
+    x = (x * _MUL1) & _MASK
     return x ^ (x >> 16)
 
 
@@ -88,11 +90,11 @@ def _hash32(x):
 def _uniforms(key, episode, out):
     """_rng.uniform for one row: ``out[:]`` in (0, 1) from the stream ``(key, episode)``."""
     w0, w1, w2, w3 = key & _MASK, (key >> 32) & _MASK, episode & _MASK, (episode >> 32) & _MASK
-    a = _hash32(_hash32(_hash32(_hash32(w0 ^ 0x9E3779B9) ^ w1) ^ w2) ^ w3)
-    b = _hash32(_hash32(_hash32(_hash32(w0 ^ 0x85EBCA6B) ^ w1) ^ w2) ^ w3)
+    a = _hash32(_hash32(_hash32(_hash32(w0 ^ _SALT0) ^ w1) ^ w2) ^ w3)
+    b = _hash32(_hash32(_hash32(_hash32(w0 ^ _SALT1) ^ w1) ^ w2) ^ w3)
     for i in range(out.shape[0]):
         x1 = _hash32(_hash32(a + i) ^ b)
-        x2 = _hash32(_hash32(b + i + 0x632BE5AB) ^ a)
+        x2 = _hash32(_hash32(b + i + DRAW_SALT) ^ a)
         bits = (x1 >> 5) * (1 << 26) + (x2 >> 6)
         out[i] = (float(bits) + 0.5) / float(1 << 53)
 

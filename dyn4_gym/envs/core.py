@@ -266,7 +266,7 @@ class TaskCore:
         model.task.obs_names): value / scale, clipped to +-10; NaN -> 0."""
         x, p = state.x, self.params_of(state)
         f = forces_at(x, x[:, DYN4.DELTA], x[:, DYN4.A], p, state.terrain)
-        _, _, e, th = project(state.course_xy, state.course_heading, state.idx, x[:, :2], self.cfg.course.spacing)
+        _, _, e, th = project(state.course_xy, state.course_heading, state.idx, x[:, DYN4.X:DYN4.Y + 1], self.cfg.course.spacing)
         pts = preview_points(state.course_xy, state.s, self._ahead, self.cfg.course.spacing)
         rel = pts - x[:, None, DYN4.X:DYN4.Y + 1]
         c, s = torch.cos(x[:, DYN4.PSI:DYN4.PSI + 1]), torch.sin(x[:, DYN4.PSI:DYN4.PSI + 1])

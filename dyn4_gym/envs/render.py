@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .._tree import take_rows, tree_map
+from ..model.state import DYN4
 from ..plant.corners import forces_at
 from .course import corridor_edges
 
@@ -189,7 +190,7 @@ class TopDownRenderer:
         """``(B, 4)`` wheel loads relative to static, every row."""
         with torch.no_grad():
             p = self.core.params_of(state)
-            f = forces_at(state.x, state.x[:, 12], state.x[:, 13], p, state.terrain)
+            f = forces_at(state.x, state.x[:, DYN4.DELTA], state.x[:, DYN4.A], p, state.terrain)
             return (f.Fz / p.Fz0).double().cpu().numpy()
 
     def close(self):

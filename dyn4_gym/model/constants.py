@@ -38,3 +38,11 @@ PATCH_EDGE = 0.5  # [m] width of a friction patch's tanh edge
 # ---- powertrain and task
 RPM = 30.0 / math.pi  # rad/s -> rpm
 OBS_CLIP = 10.0  # every scaled observation entry is clipped to [-OBS_CLIP, OBS_CLIP]
+SERIES_BELOW = 1e-4  # atan(x)/x and tanh(x)/x switch to their series below |x| < SERIES_BELOW
+
+# the random streams (dyn4_gym._rng, engine/numba_task.py): Chris Wellons' lowbias32 hash's two
+# multipliers, the salts of a stream's two words, and of the second word's draw
+HASH_MASK = 0xFFFFFFFF
+HASH_MUL = (0x7FEB352D, 0x846CA68B)
+STREAM_SALTS = (0x9E3779B9, 0x85EBCA6B)
+DRAW_SALT = 0x632BE5AB

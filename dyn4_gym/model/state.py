@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["BIKE", "DYN4", "PT", "XY", "BIKE_NAMES", "DYN4_NAMES", "N_DYN4", "N_PT", "WHEELS"]
+__all__ = ["BIKE", "DYN4", "PT", "XY", "BIKE_NAMES", "DYN4_NAMES", "N_DYN4", "N_PT", "WHEELS", "VERTICAL",
+           "VERTICAL_RATES"]
 
 
 class BIKE(IntEnum):
@@ -56,6 +57,12 @@ class PT(IntEnum):
     GEAR = 1  # -1 reverse, 1..n forward
     T_SHIFT = 2  # [s] since the last shift
 
+
+# the four-wheel state's vertical coordinates (z, phi, theta) and their rates, as slices: the
+# vertical step and the books read them as blocks
+VERTICAL = slice(DYN4.Z, DYN4.THETA + 1)
+VERTICAL_RATES = slice(DYN4.ZD, DYN4.THETAD + 1)
+assert VERTICAL.stop - VERTICAL.start == VERTICAL_RATES.stop - VERTICAL_RATES.start == 3
 
 BIKE_NAMES = tuple(i.name.lower() for i in BIKE)
 DYN4_NAMES = tuple(i.name.lower() for i in DYN4)

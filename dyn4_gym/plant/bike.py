@@ -17,6 +17,7 @@ import torch
 
 from ..ground import Flat, Ground
 from .._math import softplus_floor
+from ..model.state import BIKE
 from .corners import FLOOR_SHARE, wheel_points
 from .params import BikeParams
 from .planar import check_step_args, clamp_inputs, lag, planar_step, twist_dot, wheel_frames
@@ -47,8 +48,8 @@ def bike_step(x: torch.Tensor, u: torch.Tensor, p: BikeParams, g: Ground | None 
     g = Flat() if g is None else g
     X, Y, psi, vx, vy, r = x.unbind(-1)[:6]
     d_cmd, a_cmd = clamp_inputs(u, p)
-    delta = lag(x[..., 6], d_cmd, p.tau_steer, hdt)
-    a = lag(x[..., 7], a_cmd, p.tau_drive, hdt)
+    delta = lag(x[..., BIKE.DELTA], d_cmd, p.tau_steer, hdt)
+    a = lag(x[..., BIKE.A], a_cmd, p.tau_drive, hdt)
     mu_g, _ = g(wheel_points(X, Y, psi, p))
     delta_w = torch.stack((delta, torch.zeros_like(delta)), -1)
     # predictor: loads from the command's own transfer, then the body's x-force at those loads

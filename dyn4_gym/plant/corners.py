@@ -27,6 +27,7 @@ import torch
 
 from .._math import softplus_floor
 from ..model.constants import FLOOR_SHARE, SLOPE_STEP
+from ..model.state import DYN4, VERTICAL, VERTICAL_RATES
 from .params import Dyn4Params
 from .planar import twist_dot, wheel_frames
 from .tire import (driven_forces, lateral_peak, load_sensitive_mu, lock_share, longitudinal_forces, slide_friction,
@@ -90,7 +91,7 @@ def ground_under(x: torch.Tensor, p, g, slopes: bool = True) -> GroundUnder:
     (:meth:`Ground.height_gradient`: the rough kind's terrain, ``Flat``) or, where it has none, by central
     differences of its height over 4 neighbours ``SLOPE_STEP L`` away from each wheel.
     """
-    X, Y, psi = x[..., 0], x[..., 1], x[..., 2]
+    X, Y, psi = x[..., DYN4.X], x[..., DYN4.Y], x[..., DYN4.PSI]
     P = wheel_points(X, Y, psi, p)  # (..., 4, 2)
     if not slopes:
         mu, h = g(P)
@@ -172,26 +173,26 @@ def forces_at(x: torch.Tensor, delta: torch.Tensor, a: torch.Tensor, p: Dyn4Para
     is only recorded.
     """
     gu = ground_under(x, p, g, slopes=needs_slopes(p))
-    q, qd = x[..., 6:9], x[..., 9:12]
+    q, qd = x[..., VERTICAL], x[..., VERTICAL_RATES]
     rate = corner_dot(qd, p)
     if p.damper == "passive":
-        hdot = ground_rate(gu, x[..., 3], x[..., 4], x[..., 5], p)
+        hdot = ground_rate(gu, x[..., DYN4.VX], x[..., DYN4.VY], x[..., DYN4.R], p)
     else:
         hdot = torch.zeros_like(rate)
     spring = p.Fz0 + p.k * (gu.h - corner_dot(q, p))
     Fz = softplus_floor(spring - p.damp * (rate - hdot), FLOOR_SHARE * p.Fz0)
     mu = load_sensitive_mu(gu.mu, Fz, p.Fz0, _u(p.eps_load))
     if drive is None:
-        Fx, limit, demand = longitudinal_forces(a, x[..., 3], Fz, mu, p)
+        Fx, limit, demand = longitudinal_forces(a, x[..., DYN4.VX], Fz, mu, p)
     else:
-        Fx, limit, demand = driven_forces(drive, x[..., 3], Fz, mu, p, _u(p.road_share))
+        Fx, limit, demand = driven_forces(drive, x[..., DYN4.VX], Fz, mu, p, _u(p.road_share))
     # locked wheels slide against their patch's velocity (tire.py, "Locked wheels"); the
     # longitudinal part is explicit, at the step's start, like the rolling force
     delta_w = ackermann(delta, p)
     lock = lock_share(demand, limit)
     k_lat = slide_friction(p.B, p.C, p.E)
     _, _, gv, nv = wheel_frames(delta_w, p)
-    vx, vy, r = x[..., 3], x[..., 4], x[..., 5]
+    vx, vy, r = x[..., DYN4.VX], x[..., DYN4.VY], x[..., DYN4.R]
     u0 = twist_dot(gv, vx, vy, r)
     sliding = sliding_secant(u0, twist_dot(nv, vx, vy, r), limit, k_lat, _u(p.v_lat)) * u0
     return Forces(delta=delta, a=a, delta_w=delta_w, ground=gu, hdot=hdot, spring=spring, Fz=Fz, mu=mu,

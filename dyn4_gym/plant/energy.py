@@ -39,6 +39,7 @@ import torch
 
 from .._math import tanhc
 from ..model.books import BOOK_LINES
+from ..model.state import DYN4, VERTICAL, VERTICAL_RATES
 from .corners import Forces, corner_dot, corner_sum, forces_at, grade_force, wheel_points
 from .params import Dyn4Params
 from .planar import Planar, twist_dot, wheel_frames
@@ -90,13 +91,13 @@ def sum_books(books) -> Books:
 
 
 def _twist(x):
-    return x[..., 3], x[..., 4], x[..., 5], x[..., 9], x[..., 10], x[..., 11]
+    return x[..., DYN4.VX], x[..., DYN4.VY], x[..., DYN4.R], x[..., DYN4.ZD], x[..., DYN4.PHID], x[..., DYN4.THETAD]
 
 
 def _energy_on(x: torch.Tensor, p: Dyn4Params, hg: torch.Tensor, driven: bool = False) -> torch.Tensor:
     """``H`` with given ground heights under the wheels ``hg (..., 4)``."""
     vx, vy, r, zd, phid, thetad = _twist(x)
-    q = x[..., 6:9]
+    q = x[..., VERTICAL]
     spring = p.Fz0 + p.k * (hg - corner_dot(q, p))  # k_i l_i
     kinetic = 0.5 * (p.m * (vx * vx + vy * vy + zd * zd) + p.Iz * r * r + p.Ix * phid * phid + p.Iy * thetad * thetad)
     if driven:
@@ -107,7 +108,7 @@ def _energy_on(x: torch.Tensor, p: Dyn4Params, hg: torch.Tensor, driven: bool = 
 def dyn4_energy(x: torch.Tensor, p: Dyn4Params, g, driven: bool = False) -> torch.Tensor:
     """The Hamiltonian ``H`` [J] of state(s) ``x (..., 14)`` on ground ``g``; ``driven``: with the
     rotating parts' ``1/2 m_rot vx^2`` (the driven plant's, docs/plant.md "Rotating inertia")."""
-    _, hg = g(wheel_points(x[..., 0], x[..., 1], x[..., 2], p))
+    _, hg = g(wheel_points(x[..., DYN4.X], x[..., DYN4.Y], x[..., DYN4.PSI], p))
     return _energy_on(x, p, hg, driven)
 
 
@@ -135,7 +136,7 @@ def spin_up(Fx, pl: Planar, x, x1, p: Dyn4Params, hdt: float) -> torch.Tensor:
     """[J] what the driven wheels' torques put into the rotating parts over a substep, on top of
     the tires' work: their force along ``vx`` is ``Fx / kx``, so ``(m_rot / m) sum_i Fx_i g_i,x``
     works on the midpoint ``vx``."""
-    vx = 0.5 * (x[..., 3] + x1[..., 3])
+    vx = 0.5 * (x[..., DYN4.VX] + x1[..., DYN4.VX])
     return hdt * (p.m_rot / p.m) * (Fx * pl.gv[0]).sum(-1) * vx
 
 
@@ -156,8 +157,8 @@ def step_books(x, x1, f: Forces, pl: Planar, f_grade, p: Dyn4Params, g, hdt: flo
     tire = -hdt * (Fy0 * nv[0] * vx.unsqueeze(-1) + Fy * (nv[1] * vy.unsqueeze(-1) + nv[2] * r.unsqueeze(-1))).sum(-1)
     lever = hdt * (Fy * h * (cosd * pd_ + sind * td_)).sum(-1)
     drag = hdt * pl.drag * vx
-    qd1 = x1[..., 9:12]
-    qdm = (x[..., 9:12] + qd1) / 2
+    qd1 = x1[..., VERTICAL_RATES]
+    qdm = (x[..., VERTICAL_RATES] + qd1) / 2
     # the implicit damper force c_i (a_i . qd+ - hdot_i) at the midpoint rate: what the dampers
     # dissipate, c rel+ relm, and what the ground does through them, -c rel+ hdot (0 for skyhook)
     rel1 = corner_dot(qd1, p) - f.hdot
@@ -165,7 +166,7 @@ def step_books(x, x1, f: Forces, pl: Planar, f_grade, p: Dyn4Params, g, hdt: flo
     through_dampers = -hdt * (p.damp * rel1 * f.hdot).sum(-1)
     grade = torch.zeros_like(supplied) if f_grade is None else hdt * (f_grade[0] * vx + f_grade[1] * vy + f_grade[2] * r)
     external = torch.zeros_like(supplied) if f_ext is None else hdt * (f_ext[0] * vx + f_ext[1] * vy + f_ext[2] * r)
-    limiter = (p.m + p.m_rot if driven else p.m) * (x1[..., 3] - pl.vx_free) * vx
+    limiter = (p.m + p.m_rot if driven else p.m) * (x1[..., DYN4.VX] - pl.vx_free) * vx
     H0 = _energy_on(x, p, f.hg, driven)
     H1_old = _energy_on(x1, p, f.hg, driven)
     H1 = dyn4_energy(x1, p, g, driven)
@@ -196,7 +197,7 @@ def ph_state(x: torch.Tensor, p: Dyn4Params) -> torch.Tensor:
     """``(q, p)`` (..., 9) of a plant state (..., 14)."""
     vx, vy, r, zd, phid, thetad = _twist(x)
     mom = torch.stack((p.m * vx, p.m * vy, p.Iz * r, p.m * zd, p.Ix * phid, p.Iy * thetad), -1)
-    return torch.cat((x[..., 6:9], mom), -1)
+    return torch.cat((x[..., VERTICAL], mom), -1)
 
 
 def ph_structure(x: torch.Tensor, p: Dyn4Params, g) -> PHStructure:
@@ -205,7 +206,7 @@ def ph_structure(x: torch.Tensor, p: Dyn4Params, g) -> PHStructure:
     The wheel forces are those at the state's own (lagged) steer and drive, so a plant step of
     vanishing ``hdt`` follows this vector field.
     """
-    f = forces_at(x, x[..., 12], x[..., 13], p, g)
+    f = forces_at(x, x[..., DYN4.DELTA], x[..., DYN4.A], p, g)
     vx, vy, r, zd, phid, thetad = _twist(x)
     cosd, sind, gv, nv = wheel_frames(f.delta_w, p)
     w = twist_dot(nv, vx, vy, r)

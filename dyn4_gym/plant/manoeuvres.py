@@ -23,12 +23,12 @@ __all__ = ["wheel_loads", "stop", "skidpad", "circle", "mu_split_stop", "bump", 
 
 def wheel_loads(x: torch.Tensor, p, g: Ground | None = None) -> torch.Tensor:
     """The four corner loads ``(..., 4)`` [N] (FL, FR, RL, RR) at state ``x``."""
-    return forces_at(x, x[..., 12], x[..., 13], p, Flat() if g is None else g).Fz
+    return forces_at(x, x[..., DYN4.DELTA], x[..., DYN4.A], p, Flat() if g is None else g).Fz
 
 
 def _start(p, g, v0: float, n: int = 1, X: float = 0.0, Y: float = 0.0) -> torch.Tensor:
     x = dyn4_rest(p, g, (n,), X=X, Y=Y)
-    return torch.cat((x[..., :3], torch.full_like(x[..., 3:4], v0), x[..., 4:]), -1)
+    return torch.cat((x[..., :DYN4.VX], torch.full_like(x[..., DYN4.VX:DYN4.VX + 1], v0), x[..., DYN4.VX + 1:]), -1)
 
 
 def _full_brake(p, g, v0: float, hdt: float, steps: int, stop_below: float | None = None):
@@ -116,7 +116,7 @@ def ramp_steer(p, g: Ground | None = None, v: float = 20.0, rate: float = 0.2, h
     delta, ay, kappa = [], [], []
     n = int(float(p.delta_max) / math.radians(rate) / hdt)
     for k in range(n):
-        d = torch.full_like(x[:, 0], math.radians(rate) * k * hdt)
+        d = torch.full_like(x[:, DYN4.DELTA], math.radians(rate) * k * hdt)
         a_cmd = 2.0 * (v - x[:, DYN4.VX])
         x = dyn4_step(x, torch.stack((d, a_cmd), -1), p, g, hdt)
         speed = float(torch.hypot(x[0, DYN4.VX], x[0, DYN4.VY]))
@@ -180,8 +180,8 @@ def weave(p, g: Ground | None = None, hdt: float = 0.01, t: float = 8.0, v: floa
     n = int(round(t / hdt))
     for k in range(n):
         d = amp * math.sin(2 * math.pi * freq * k * hdt)
-        a_cmd = v - x[:, DYN4.VX] if drive is None else torch.full_like(x[:, 0], drive)
-        u = torch.stack((torch.full_like(x[:, 0], d), a_cmd), -1)
+        a_cmd = v - x[:, DYN4.VX] if drive is None else torch.full_like(x[:, DYN4.A], drive)
+        u = torch.stack((torch.full_like(x[:, DYN4.DELTA], d), a_cmd), -1)
         x, b = dyn4_step(x, u, p, g, hdt, books=True)
         books.append(b)
         trace.append(x)
