@@ -22,9 +22,11 @@ their budget.
 
 On the tasks at the limits every method is evaluated at the same env-step points
 (``LIMIT_GRID``), each run's row keeps its per-course metric (an unfinished course, or one
-finished past the eco budget, counts as infinitely slow or thirsty), and the report gives the
-interquartile mean over seeds x courses with a 95 % bootstrap interval that resamples both,
-curves against env steps and wall-clock, and the issue's targets, met or missed.
+finished past the eco budget, counts as infinitely slow or thirsty) on the held-out courses and
+on as many validation courses, and the report gives the interquartile mean over seeds x courses
+with a 95 % bootstrap interval that resamples both, curves against env steps and wall-clock,
+each learner's last checkpoint and, beside it, each seed's checkpoint chosen on the validation
+courses (:func:`selected_rows`), and the issue's targets, met or missed.
 
 ``--shard K/N`` in N processes (K = 0..N-1, the same ``--out``) trains the plan in N disjoint
 parts into one CSV. Each shard takes its share of the cores for torch and the kernels
