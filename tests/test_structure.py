@@ -330,6 +330,22 @@ def test_the_torch_side_reads_the_plant_state_by_name():
     assert not found, "\n".join(found)
 
 
+def test_the_kernels_read_the_terrain_tuple_by_name():
+    """Issue 49: the rough ground's fields reach the kernels as one tuple in TERRAIN_FIELDS'
+    order; each kernel reads a field at its named position (model.packed.TK_*), never by
+    unpacking the whole tuple in an order written out again."""
+    import re
+
+    from dyn4_gym.model import packed
+
+    assert [getattr(packed, "TK_" + n.upper()) for n in packed.TERRAIN_FIELDS] == list(range(len(packed.TERRAIN_FIELDS)))
+    assert packed.TK_EDGE == len(packed.TERRAIN_FIELDS)
+    unpack = re.compile(r"^\s*(\w+\s*,\s*){4,}\w+\s*=\s*T\s*$")
+    for path in sorted((ROOT / "dyn4_gym" / "engine").glob("*.py")):
+        for k, line in enumerate(path.read_text().splitlines(), 1):
+            assert not (unpack.match(line) and "base_mu" in line), f"{path.name}:{k}: {line.strip()}"
+
+
 def test_the_reward_recipe_names_where_each_built_in_term_lives():
     """Issue 49: docs/engines.md's recipe for a built-in term is current: each built-in term
     has its torch function in rewards._FUNCTIONS and its kernel line in numba_task.terms_row,

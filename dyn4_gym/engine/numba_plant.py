@@ -26,9 +26,11 @@ from numba import njit, prange
 
 from ..model.books import BOOK, N_BOOKS
 from ..model.constants import (A_BLEND, DEFAULT_MU, ELLIPSE_EPS, FLOOR_SHARE, LOCK_WIDTH, LOCKED, MU_FLOOR,
-                               MU_FLOOR_SCALE, N_SECANT, SERIES_BELOW, SLIDE_ANGLE, SLOPE_STEP, SOFTCAP_WIDTH,
+                               MU_FLOOR_SCALE, N_SECANT, PATCH_EDGE, SERIES_BELOW, SLIDE_ANGLE, SLOPE_STEP, SOFTCAP_WIDTH,
                                SOFTPLUS_LINEAR, SOFTPLUS_MIN)
-from ..model.packed import N_PARAMS, PARAM_NAMES, PK, TERRAIN_FIELDS, WHEEL_PARAM_NAMES
+from ..model.packed import (N_PARAMS, PARAM_NAMES, PK, TERRAIN_FIELDS, TK_BASE_MU, TK_BUMP_H, TK_BUMP_R, TK_BUMP_X,
+                            TK_BUMP_Y, TK_EDGE, TK_PATCH_MU, TK_PATCH_R, TK_PATCH_X, TK_PATCH_Y, TK_WAVE_AMP, TK_WAVE_KX,
+                            TK_WAVE_KY, TK_WAVE_PHASE, WHEEL_PARAM_NAMES)
 from ..model.state import DYN4 as S, N_DYN4
 
 __all__ = ["pack_params", "unpack_params", "pack_terrain", "rough_ground", "dyn4_step_np", "substep_row", "W_", "N_SCRATCH", "DW", "N_DW"]
@@ -74,8 +76,9 @@ def pack_terrain(t, batch: int) -> tuple:
     if isinstance(t, Flat):
         if t.height0 != 0.0:
             raise ValueError("the numba engine's Flat ground sits at height 0")
+        # no hills, patches or bumps: every field (B, 0) but the base friction, by name
         z = np.zeros((batch, 0))
-        return (z, z, z, z, np.full(batch, t.mu), z, z, z, z, z, z, z, z, 0.5)
+        return tuple(np.full(batch, t.mu) if n == "base_mu" else z for n in TERRAIN_FIELDS) + (PATCH_EDGE,)
     arrs = tuple(np.ascontiguousarray(getattr(t, n).detach().cpu().numpy(), dtype=np.float64) for n in TERRAIN_FIELDS)
     return arrs + (float(t.patch_edge),)
 
@@ -149,7 +152,8 @@ def _sliding_secant(u, w, limit, k_lat, v_lat):
 @njit(cache=True, error_model="numpy", inline="always")
 def height_at(b, X, Y, T):
     """The height [m] of row ``b``'s rough terrain ``T`` (:func:`pack_terrain`) at world point ``(X, Y)``."""
-    kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
+    kx, ky, amp, ph = T[TK_WAVE_KX], T[TK_WAVE_KY], T[TK_WAVE_AMP], T[TK_WAVE_PHASE]
+    bx, by, bh, br = T[TK_BUMP_X], T[TK_BUMP_Y], T[TK_BUMP_H], T[TK_BUMP_R]
     h = 0.0
     for k in range(kx.shape[1]):
         if amp[b, k] != 0.0:  # a hill of no height adds exactly 0 (the flat task's): skip its sine
@@ -165,7 +169,8 @@ def height_at(b, X, Y, T):
 @njit(cache=True, error_model="numpy", inline="always")
 def friction_at(b, X, Y, T):
     """The friction of row ``b``'s rough terrain ``T`` at world point ``(X, Y)`` (Terrain.friction)."""
-    kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
+    base_mu, edge = T[TK_BASE_MU], T[TK_EDGE]
+    px, py, pr, pmu = T[TK_PATCH_X], T[TK_PATCH_Y], T[TK_PATCH_R], T[TK_PATCH_MU]
     mu = base_mu[b]
     for j in range(px.shape[1]):
         r = pr[b, j]
@@ -182,7 +187,8 @@ def friction_at(b, X, Y, T):
 def height_slope_at(b, X, Y, T):
     """``(h, dh/dX, dh/dY)`` of row ``b``'s rough terrain at ``(X, Y)`` (Terrain.height and
     Terrain.height_gradient): each hill's sine and cosine of one phase, each bump's polynomial."""
-    kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
+    kx, ky, amp, ph = T[TK_WAVE_KX], T[TK_WAVE_KY], T[TK_WAVE_AMP], T[TK_WAVE_PHASE]
+    bx, by, bh, br = T[TK_BUMP_X], T[TK_BUMP_Y], T[TK_BUMP_H], T[TK_BUMP_R]
     h = hx = hy = 0.0
     for k in range(kx.shape[1]):
         a = amp[b, k]

@@ -29,7 +29,8 @@ from numba import njit, prange
 
 from ..model.books import BOOK, N_BOOKS, N_PT_LINES, PTB
 from ..model.constants import DRAW_SALT, HASH_MASK, HASH_MUL, OBS_CLIP, RPM, STREAM_SALTS
-from ..model.packed import CC, GC, PK, SC, SN
+from ..model.packed import (CC, GC, PK, SC, SN, TK_BASE_MU, TK_BUMP_H, TK_BUMP_R, TK_BUMP_X, TK_BUMP_Y, TK_PATCH_MU,
+                            TK_PATCH_R, TK_PATCH_X, TK_PATCH_Y, TK_WAVE_AMP, TK_WAVE_KX, TK_WAVE_KY, TK_WAVE_PHASE)
 from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, OBS_INDEX, TERM, TERM_ORDER
 from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, ground_point, ground_under_row, height_at,
@@ -114,7 +115,10 @@ def _reset_rows_py(rows, keys, episodes, PP, C, LXY, LH, G, v0, vt, pt0, X, T, C
                    PTS):
     """New episodes on ``rows``: course (C, model.packed.CC; the given line ``LXY``, ``LH`` where
     ``C[CC.GIVEN_LINE]``), rough terrain (G, model.packed.GC), settled rest state at speed ``v0``."""
-    kx, ky, amp, ph, base_mu, px, py, pr, pmu, bx, by, bh, br, edge = T
+    kx, ky, amp, ph = T[TK_WAVE_KX], T[TK_WAVE_KY], T[TK_WAVE_AMP], T[TK_WAVE_PHASE]
+    px, py, pr, pmu = T[TK_PATCH_X], T[TK_PATCH_Y], T[TK_PATCH_R], T[TK_PATCH_MU]
+    bx, by, bh, br = T[TK_BUMP_X], T[TK_BUMP_Y], T[TK_BUMP_H], T[TK_BUMP_R]
+    base_mu = T[TK_BASE_MU]
     spacing, lat_accel, wl_min, wl_max = C[CC.SPACING], C[CC.LAT_ACCEL], C[CC.WAVELENGTH_MIN], C[CC.WAVELENGTH_MAX]
     lead_in, half_width = C[CC.LEAD_IN], C[CC.HALF_WIDTH]
     nw = int(C[CC.N_WAVES])

@@ -11,7 +11,9 @@ from __future__ import annotations
 from enum import IntEnum
 
 __all__ = ["PARAM_NAMES", "WHEEL_PARAM_NAMES", "PK", "N_PARAMS", "PQ", "TERRAIN_FIELDS", "STEP_CONSTS", "SC",
-           "COURSE_CONSTS", "CC", "GROUND_CONSTS", "GC", "SN"]
+           "COURSE_CONSTS", "CC", "GROUND_CONSTS", "GC", "SN", "TK_WAVE_KX", "TK_WAVE_KY", "TK_WAVE_AMP",
+           "TK_WAVE_PHASE", "TK_BASE_MU", "TK_PATCH_X", "TK_PATCH_Y", "TK_PATCH_R", "TK_PATCH_MU", "TK_BUMP_X",
+           "TK_BUMP_Y", "TK_BUMP_H", "TK_BUMP_R", "TK_EDGE"]
 
 # Dyn4Params' scalar fields (L = lf + lr), then the per-wheel ones
 PARAM_NAMES = ("m", "Iz", "h", "g", "eps_load", "delta_max", "a_drive", "a_brake", "power", "tau_steer",
@@ -47,6 +49,13 @@ class PQ(IntEnum):
 # the rough ground kind's batched fields (ground.terrain.Terrain, without its scalar patch_edge)
 TERRAIN_FIELDS = ("wave_kx", "wave_ky", "wave_amp", "wave_phase", "base_mu", "patch_x", "patch_y", "patch_r",
                   "patch_mu", "bump_x", "bump_y", "bump_h", "bump_r")
+# their positions in the kernels' terrain tuple (engine/numba_plant.pack_terrain), by name, and the
+# patch edge's after them: plain module ints, which Numba reads as constants, so ``T[TK_BASE_MU]``
+# is a static index into the tuple (an IntEnum member is not); the assert ties each to its field
+(TK_WAVE_KX, TK_WAVE_KY, TK_WAVE_AMP, TK_WAVE_PHASE, TK_BASE_MU, TK_PATCH_X, TK_PATCH_Y, TK_PATCH_R, TK_PATCH_MU,
+ TK_BUMP_X, TK_BUMP_Y, TK_BUMP_H, TK_BUMP_R) = range(len(TERRAIN_FIELDS))
+TK_EDGE = len(TERRAIN_FIELDS)
+assert [globals()["TK_" + n.upper()] for n in TERRAIN_FIELDS] == list(range(len(TERRAIN_FIELDS)))
 
 # the task kernel's constants, from the env's config (envs/numba_setup.py packs them)
 # cap: the progress cap per step per m/s of target speed [s] (inf: uncapped); penalty: the
