@@ -16,13 +16,12 @@ import importlib.util
 import os
 import shutil
 
-import stable_baselines3
 from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback, EvalCallback
 from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
 from dyn4_gym import cli
 from dyn4_gym.agents.evaluation import VALIDATION_SEEDS
-from dyn4_gym.agents.trainers import sb3_trainers, trainer
+from dyn4_gym.agents.trainers import VECNORMALIZE_FILE, sb3_trainers, trainer
 from dyn4_gym.agents.sb3_glue import EpisodeTermsCallback, load_zoo_config, normalize_kwargs, split_hyperparams
 from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
 
@@ -78,7 +77,7 @@ def main(argv=None):
 
     tb = os.path.join(out, "tb") if importlib.util.find_spec("tensorboard") else None
     progress = bool(importlib.util.find_spec("tqdm") and importlib.util.find_spec("rich"))
-    cls = getattr(stable_baselines3, trainer(args.algo).sb3_class)
+    cls = trainer(args.algo).sb3_algorithm()
     model = cls(run.get("policy", "MlpPolicy"), env, seed=args.seed, tensorboard_log=tb, verbose=1, device="cpu",
                 **algo_kwargs)
     callbacks = CallbackList([
@@ -91,7 +90,7 @@ def main(argv=None):
     model.learn(total_timesteps=timesteps, callback=callbacks, progress_bar=progress)
     model.save(os.path.join(out, "model"))
     if isinstance(env, VecNormalize):
-        env.save(os.path.join(out, "vecnormalize.pkl"))
+        env.save(os.path.join(out, VECNORMALIZE_FILE))
     print(f"saved {os.path.join(out, 'model.zip')}")
 
 

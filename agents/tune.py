@@ -109,25 +109,20 @@ def trainable(config: dict) -> None:
     seeds = VALIDATION_SEEDS[: config["eval_seeds"]]  # choosing settings: never on the held-out courses
     task = config.get("task")  # the task metric: evaluate on the id as registered, not the trial env
     eval_kwargs = env_kwargs if task is None else task["env_kwargs"]
-    if TRAINERS[config["trainer"]].kind == "plant":
-        from dyn4_gym.agents import SHAC, SHACConfig
+    trainer = TRAINERS[config["trainer"]]
+    if trainer.kind == "plant":
+        from dyn4_gym.agents import SHACConfig
 
-        params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}  # JSON lists: tuples
-        agent = SHAC(SHACConfig(**params, seed=seed), env_kwargs)
-        for _ in range(config["chunks"]):
-            recs = agent.train(iterations=config["chunk"], log=None)
-            ev = evaluate(agent.policy, eval_kwargs, seeds=seeds)
-            tune.report({**_report(ev, task), "env_steps": agent.env_steps, **_numbers(recs[-1] if recs else {}, "train/")})
+        settings = SHACConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in params.items()})  # JSON lists: tuples
     else:
-        from dyn4_gym.agents.sb3_glue import make_model, model_policy, parse_zoo_values
+        from dyn4_gym.agents.sb3_glue import parse_zoo_values
 
-        # the trial's values over the zoo config's (configs/<trainer>.yml): a sweep around it
-        hp = parse_zoo_values({**config["base"], **params})
-        model = make_model(config["trainer"], hp, env_kwargs, seed=seed)
-        for _ in range(config["chunks"]):
-            model.learn(total_timesteps=config["chunk"], reset_num_timesteps=False)
-            ev = evaluate(model_policy(model), eval_kwargs, seeds=seeds)
-            tune.report({**_report(ev, task), "env_steps": model.num_timesteps})
+        settings = parse_zoo_values({**config["base"], **params})  # the trial's values over configs/<trainer>.yml's
+    run = trainer.make_run(env_kwargs, seed, settings, compile=getattr(settings, "compile", False))
+    for _ in range(config["chunks"]):
+        recs = run.train_chunk(config["chunk"])
+        ev = evaluate(run.policy(), eval_kwargs, seeds=seeds)
+        tune.report({**_report(ev, task), "env_steps": run.env_steps, **_numbers(recs[-1] if recs else {}, "train/")})
 
 
 DEFAULT_ID = "Dyn4Humvee-v1"  # the task a sweep runs on unless --env-id says otherwise
@@ -285,9 +280,7 @@ def check_space(trainer: str, space: dict, env_id: str | None = None, env_kwargs
                 except (TypeError, ValueError) as exc:
                     raise ValueError(f"--space[{k!r}]: {exc}") from None
         return
-    import stable_baselines3
-
-    cls = getattr(stable_baselines3, TRAINERS[trainer].sb3_class)
+    cls = TRAINERS[trainer].sb3_algorithm()
     known = set(inspect.signature(cls.__init__).parameters) - {"self", "env", "seed", "device", "verbose"}
     known |= set(base_config(trainer, env_id or DEFAULT_ID)) | {"n_envs", "normalize", "policy", "policy_kwargs"}
     for k in space:

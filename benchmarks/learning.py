@@ -298,14 +298,15 @@ def _eval_row(task, method, seed, weight, steps, wall, policy, gn, eval_seeds) -
     """One evaluation of ``policy`` on the held-out courses ``eval_seeds``; on the tasks at the
     limits also on as many validation courses (``VALIDATION_SEEDS``), the figures a run's
     checkpoint is chosen on (:func:`selected_rows`)."""
-    ev = evaluate(policy, env_kwargs_of(task, weight), seeds=eval_seeds)
+    kwargs = env_kwargs_of(task, weight)  # the env every method is evaluated on
+    ev = evaluate(policy, kwargs, seeds=eval_seeds)
     row = dict(task=task, method=method, seed=seed, energy_weight=weight, env_steps=steps, wall_s=round(wall, 2),
                eval_return=ev.mean_return, finished=ev.finished, mean_speed=ev.mean_speed,
                time_per_km=ev.time_per_km, energy_per_km=ev.energy_per_km, grad_norm=gn, metric=float("nan"),
                per_course="", valid_finished=float("nan"), valid_per_course="")
     if task in LIMITS:
         m = limit_metric(task, ev)
-        v = limit_metric(task, evaluate(policy, env_kwargs_of(task, weight), seeds=VALIDATION_SEEDS[:len(eval_seeds)]))
+        v = limit_metric(task, evaluate(policy, kwargs, seeds=VALIDATION_SEEDS[:len(eval_seeds)]))
         row.update(metric=iqm(m), finished=float(np.isfinite(m).mean()), per_course=" ".join(f"{x:.6g}" for x in m),
                    valid_finished=float(np.isfinite(v).mean()), valid_per_course=" ".join(f"{x:.6g}" for x in v))
     return row

@@ -52,13 +52,12 @@ def make_model(algo: str, hp: dict, env_kwargs: dict | None = None, seed: int = 
     """SB3 ``PPO`` or ``SAC`` on the batched env (:class:`Dyn4SB3VecEnv`, the Numba engine) with a
     zoo config's settings ``hp`` (:func:`load_zoo_config`): ``n_envs`` rows, ``VecNormalize``
     when ``normalize`` asks for it, the rest as the algorithm's keyword arguments."""
-    import stable_baselines3
     from stable_baselines3.common.vec_env import VecNormalize
 
     from ..envs.sb3 import Dyn4SB3VecEnv
     from .trainers import trainer
 
-    cls = getattr(stable_baselines3, trainer(algo).sb3_class)  # a ValueError naming the trainers first
+    cls = trainer(algo).sb3_algorithm()  # a ValueError naming the trainers first
 
     run, kw = split_hyperparams(hp)
     env = Dyn4SB3VecEnv(num_envs=int(run.get("n_envs", 16)), **{**run.get("env_kwargs", {}), **(env_kwargs or {})})
@@ -142,7 +141,9 @@ def find_vecnormalize(model_path: str) -> str | None:
     unpickled unless the user names it: ``sb3_policy(..., vecnormalize=PATH)``; issue 46.)"""
     folder = os.path.dirname(os.path.abspath(model_path))
     stem = os.path.splitext(os.path.basename(model_path))[0]
-    for cand in (os.path.join(folder, "vecnormalize.pkl"), os.path.join(folder, stem, "vecnormalize.pkl")):
+    from .trainers import VECNORMALIZE_FILE
+
+    for cand in (os.path.join(folder, VECNORMALIZE_FILE), os.path.join(folder, stem, VECNORMALIZE_FILE)):
         if os.path.isfile(cand):
             return cand
     return None
@@ -165,7 +166,7 @@ def sb3_policy(model_path: str, vecnormalize: str | None = None, with_meta: bool
     sb3 = cli.require("stable_baselines3", "loading a Stable-Baselines3 model")
 
     from .shac import CheckpointError, _why
-    from .trainers import sb3_trainers, trainer
+    from .trainers import VECNORMALIZE_FILE, sb3_trainers, trainer
 
     # SB3's zip and VecNormalize's pickle are SB3's formats: loading runs pickled code by their
     # design, so load only files you trust. What is checked here is that they are what they claim.
@@ -207,7 +208,7 @@ def sb3_policy(model_path: str, vecnormalize: str | None = None, with_meta: bool
     except Exception as exc:
         raise CheckpointError(f"{model_path} is not a usable SB3 model ({_why(exc)})") from None
     if norm is None:
-        warnings.warn(f"no vecnormalize.pkl found with {model_path}: its policy sees raw observations "
+        warnings.warn(f"no {VECNORMALIZE_FILE} found with {model_path}: its policy sees raw observations "
                       "(right only if it was trained without VecNormalize)", RuntimeWarning, stacklevel=2)
     out = (_predictor(model, norm), meta.get("env_kwargs", {}))
     return out + (meta,) if with_meta else out

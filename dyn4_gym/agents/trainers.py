@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Trainer", "Run", "TRAINERS", "DEFAULT_TRAINER", "trainer", "sb3_trainers"]
+__all__ = ["Trainer", "Run", "TRAINERS", "DEFAULT_TRAINER", "VECNORMALIZE", "VECNORMALIZE_FILE", "trainer", "sb3_trainers"]
 
 
 @runtime_checkable
@@ -32,6 +32,10 @@ class Run(Protocol):
     def train_to(self, steps: int) -> list[dict]:
         """Train until at least ``steps`` env steps (nothing where it is there already); the
         trainer's per-iteration records on the way (SB3's: none)."""
+
+    def train_chunk(self, n: int) -> list[dict]:
+        """Train ``n`` more of the trainer's own units (:attr:`Trainer.tune_chunk`'s: iterations for
+        a ``"plant"`` trainer, env steps for an ``"sb3"`` one); the records, as :meth:`train_to`."""
 
     def policy(self):
         """``policy(obs (B, n_obs) tensor) -> actions``: the deterministic policy as it is now."""
@@ -71,8 +75,19 @@ class Trainer:
 
         return sb3_policy(stem + self.suffix, stem + VECNORMALIZE)[0]
 
+    def sb3_algorithm(self):
+        """The Stable-Baselines3 class of an ``"sb3"`` trainer (``ValueError`` for another kind)."""
+        if self.kind != "sb3":
+            raise ValueError(f"{self.name} is not a Stable-Baselines3 trainer")
+        import stable_baselines3
 
-VECNORMALIZE = ".vecnormalize.pkl"  # an SB3 run's observation statistics, beside its model
+        return getattr(stable_baselines3, self.sb3_class)
+
+
+# an SB3 run's observation statistics: the file train_sb3.py (and RL Zoo) write in a run's folder,
+# and its name beside a model saved as a stem (Run.save: <stem>.zip, <stem>.vecnormalize.pkl)
+VECNORMALIZE_FILE = "vecnormalize.pkl"
+VECNORMALIZE = "." + VECNORMALIZE_FILE
 
 TRAINERS = {t.name: t for t in (
     Trainer("shac", "SHAC", "plant", ".pt", tune_space={"actor_lr": [0.0005, 0.001]}, tune_chunk=5),
@@ -122,6 +137,9 @@ class _PlantRun:
             return []
         return self.agent.train(env_steps=steps, log=None)
 
+    def train_chunk(self, n: int) -> list[dict]:
+        return self.agent.train(iterations=n, log=None)
+
     def policy(self):
         return self.agent.policy
 
@@ -145,6 +163,9 @@ class _SB3Run:
         if steps > self.env_steps:
             self.model.learn(total_timesteps=steps - self.env_steps, reset_num_timesteps=False)
         return []
+
+    def train_chunk(self, n: int) -> list[dict]:
+        return self.train_to(self.env_steps + n)
 
     def policy(self):
         from .sb3_glue import model_policy
