@@ -152,7 +152,7 @@ def test_env_fields_in_the_space_sweep_the_training_env(monkeypatch, load_script
     margin and weights SHAC's tuning varied), checked value by value over the id's env before Ray
     starts, and only with --metric task (the trials' returns come from different envs)."""
     import dyn4_gym
-    import dyn4_gym.agents
+    from dyn4_gym.agents.trainers import Trainer
 
     tune = load_script("agents/tune.py")
     eco = ["--trainer", "ppo", "--env-id", "Dyn4HumveeEco-v1", "--metric", "task"]
@@ -178,12 +178,11 @@ def test_env_fields_in_the_space_sweep_the_training_env(monkeypatch, load_script
     class Stop(Exception):
         pass
 
-    class FakeSHAC:
-        def __init__(self, config, env_kwargs):
-            trained.append(env_kwargs)
-            raise Stop
+    def fake_run(self, env_kwargs, seed, settings=None, compile=True):  # the trial's run, built: stop there
+        trained.append(env_kwargs)
+        raise Stop
 
-    monkeypatch.setattr(dyn4_gym.agents, "SHAC", FakeSHAC)
+    monkeypatch.setattr(Trainer, "make_run", fake_run)
     with pytest.raises(Stop):
         tune.trainable(dict(trainer="shac", env_kwargs=base, chunks=1, chunk=1, eval_seeds=1, seed=0, params={},
                             env_params={"schedule_margin": 0.5, "reward_weights.schedule": 2.0}))
