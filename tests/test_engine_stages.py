@@ -226,7 +226,7 @@ def test_reward_terms_stage_equals_torch(driver):
     the same step figures."""
     from dyn4_gym.envs.rewards import REWARD_TERMS_BUILTIN, StepContext
     from dyn4_gym.model.books import N_BOOKS, N_PT_LINES, POWERTRAIN_LINES
-    from dyn4_gym.model.task import TERM_ORDER
+    from dyn4_gym.model.task import FIG, STEP_FIGURES, TERM_ORDER
 
     gen = torch.Generator().manual_seed(3)
 
@@ -257,11 +257,16 @@ def test_reward_terms_stage_equals_torch(driver):
                       failed=failed, success=torch.zeros(n, dtype=torch.bool), progress_cap=cap, control_dt=dt,
                       elapsed=elapsed, time_budget=budget, s=s1, s_start=s0, goal=goal, pace=budget - margin)
     ref = torch.stack([REWARD_TERMS_BUILTIN[name](ctx).to(D) for name in TERM_ORDER], -1)
-    F = torch.stack((progress, cap, vx, vt, e, torch.full_like(vx, hw), he, weight, phid, thetad,
-                     torch.full_like(vx, dt), elapsed, torch.full_like(vx, budget), s0, s1, torch.full_like(vx, goal),
-                     torch.full_like(vx, budget - margin)), -1)
     acts = torch.cat((act, torch.zeros(n, 3 - width, dtype=D)), -1)
-    got = ns.terms(F.numpy(), books.numpy(), ptb.numpy(), driver, acts.numpy(), prev.numpy(), failed.numpy())
+    figures = dict(progress=progress, cap=cap, dt=dt, elapsed=elapsed, budget=budget, pace=budget - margin, s0=s0,
+                   s1=s1, goal=goal, vx=vx, vt=vt, cross_track=e, half_width=hw, heading_error=he, weight=weight,
+                   roll_rate=phid, pitch_rate=thetad, steer=acts[:, 0], drive=acts[:, 1], brake=acts[:, 2],
+                   failed=failed.to(D))
+    assert set(figures) == set(STEP_FIGURES)
+    F = np.zeros((n, len(STEP_FIGURES)))
+    for name, v in figures.items():  # by name (model.task.FIG)
+        F[:, FIG[name.upper()]] = torch.as_tensor(v, dtype=D).expand(n).numpy()
+    got = ns.terms(F, books.numpy(), ptb.numpy(), driver, prev.numpy())
     for j, name in enumerate(TERM_ORDER):
         _close(f"reward term {name}", got[:, j], ref[:, j])
 
@@ -291,3 +296,24 @@ def test_reset_and_observe_stages_equal_torch():
     obs = nt.observe(eng.task, st)
     ref_obs = core.observe(eng.task_state(st)).numpy().astype(np.float32)
     np.testing.assert_allclose(obs, ref_obs, rtol=1e-6, atol=1e-6)
+
+
+def test_rest_stage_equals_dyn4_rest(case):
+    """The reset's rest stage (numba_plant.rest_row, issue 49) against torch's dyn4_rest at the
+    same poses on each row's rough ground: heave, roll and pitch from one 3x3 solve over the four
+    wheels' ground heights; every other entry 0, also in a state wider than today's (the stage
+    writes every entry it is given: the face starts from NaN)."""
+    from dyn4_gym.model.state import N_DYN4
+    from dyn4_gym.plant.dyn4 import dyn4_rest
+
+    gen = torch.Generator().manual_seed(11)
+    pose = torch.stack((torch.rand(B, generator=gen, dtype=D) * 150, torch.randn(B, generator=gen, dtype=D) * 3,
+                        torch.randn(B, generator=gen, dtype=D)), -1)
+    p = _params(False, "passive")
+    ref = dyn4_rest(p, case["g"], (B,), pose[:, 0], pose[:, 1], pose[:, 2])
+    assert ref[:, [S.Z, S.PHI, S.THETA]].abs().max() > 1e-3  # the hills tilt the rows: the solve is exercised
+    P = npl.pack_params(p)[0]
+    for width in (N_DYN4, N_DYN4 + 4):
+        got = ns.rest(pose.numpy(), P, case["T"], width)
+        _close(f"rest (width {width})", got[:, :N_DYN4], ref)
+        assert np.all(got[:, N_DYN4:] == 0.0)

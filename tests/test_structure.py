@@ -299,10 +299,10 @@ def test_gym_make_builds_the_task_once(engine, monkeypatch):
 def test_no_literal_state_length_in_the_package():
     """Issue 49: the plant state's length is N_DYN4 (model.state), never a literal 14 in code
     (strings and comments aside), so a state that grows is refused or carried, never cut
-    silently. Two 14s are other things: a scratch row's index, a packed figure's column."""
+    silently. One 14 is another thing: a scratch row's index."""
     import tokenize
 
-    other = {("numba_plant.py", "G2 = 14"), ("numba_stages.py", "f[14]")}
+    other = {("numba_plant.py", "G2 = 14")}
     found = []
     for path in sorted((ROOT / "dyn4_gym").rglob("*.py")):
         with open(path, "rb") as fh:
@@ -367,6 +367,14 @@ def test_the_reward_recipe_names_where_each_built_in_term_lives():
         assert f"terms[TERM.{name.upper()}]" in body, name
     for caller in (numba_task._step_py, numba_stages.terms.py_func):
         assert "terms_row(" in inspect.getsource(caller)
+    # the figures the terms read are declared once (model.task.STEP_FIGURES), each read by name
+    # and each written by the step kernel by name
+    from dyn4_gym.model.task import STEP_FIGURES
+
+    assert "`STEP_FIGURES`" in recipe
+    step_body = inspect.getsource(numba_task._step_py)
+    for name in STEP_FIGURES:
+        assert f"fig[FIG.{name.upper()}]" in body and f"fig[FIG.{name.upper()}]" in step_body, name
     ctx = rewards.StepContext(progress=torch.zeros(2), speed=torch.tensor([10.0, 5.0]), target_speed=torch.ones(2),
                               cross_track=torch.zeros(2), half_width=3.0, heading_error=torch.zeros(2), books={},
                               weight=torch.ones(2), action=torch.zeros(2, 2), prev_action=torch.zeros(2, 2),

@@ -574,6 +574,30 @@ def solve_sym3(a00, a01, a02, a11, a12, a22, b0, b1, b2):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def rest_row(b, X0, Y0, psi, P, T, x):
+    """The settled rest state at pose ``(X0, Y0, psi)`` [m, m, rad] on row ``b``'s rough ground
+    ``T`` into ``x (N_DYN4,)`` (dyn4.dyn4_rest, term for term): the springs carry the weight,
+    ``K q = sum_i k_i hg_i a_i`` with ``a_i = (1, y_i, -x_i)``, one 3x3 solve regularised by
+    ``1e-12 ||K||``; every entry but the pose and ``q`` (heave, roll, pitch) 0, whatever the state's
+    length."""
+    K0, K1, K2, K3, K4, K5 = corner_sum(P, PK.K)
+    cp, sp = math.cos(psi), math.sin(psi)
+    r0 = r1 = r2 = 0.0
+    for i in range(4):
+        xw, yw = P[PK.X_W + i], P[PK.Y_W + i]
+        kh = P[PK.K + i] * height_at(b, X0 + cp * xw - sp * yw, Y0 + sp * xw + cp * yw, T)
+        r0 += kh
+        r1 += kh * yw
+        r2 -= kh * xw
+    reg = 1e-12 * (K0 + K3 + K5)
+    q0, q1, q2 = solve_sym3(K0 + reg, K1, K2, K3 + reg, K4, K5 + reg, r0, r1, r2)
+    for i in range(x.shape[0]):
+        x[i] = 0.0
+    x[S.X], x[S.Y], x[S.PSI] = X0, Y0, psi
+    x[S.Z], x[S.PHI], x[S.THETA] = q0, q1, q2
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def energy_row(x, P, hg, drv):
     """The port-Hamiltonian energy [J] of state ``x`` over ground heights ``hg (4,)``
     (energy.dyn4_energy; ``drv``: with the rotating parts' ``1/2 m_rot vx^2``)."""

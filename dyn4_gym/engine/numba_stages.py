@@ -15,11 +15,11 @@ from numba import njit
 
 from ..model.books import N_BOOKS
 from .numba_plant import (N_DW, books_row, forces_row, frames_row, grade_row, ground_under_row, lags_row,
-                          loads_row, longitudinal_row, planar_row, pose_row, vertical_row)
+                          loads_row, longitudinal_row, planar_row, pose_row, rest_row, vertical_row)
 from .numba_task import _NT, _project, _uniforms, terms_row
 
 __all__ = ["lags", "ground_under", "loads", "longitudinal", "frames", "forces", "grade", "planar", "vertical",
-           "pose", "books", "project", "uniforms", "terms"]
+           "pose", "books", "rest", "project", "uniforms", "terms"]
 
 
 @njit(error_model="numpy")
@@ -133,6 +133,17 @@ def books(X, Y, P, grade, passive, drv, FD, hdt, PL, GR, FE, FZS, T, W):
 
 
 @njit(error_model="numpy")
+def rest(POSES, P, T, n_state):
+    """``(B, n_state)``: the settled rest states at ``POSES (B, 3)`` = ``(X, Y, psi)`` on each row's
+    rough ground (the reset's rest stage, :func:`numba_plant.rest_row`); the output starts as NaN,
+    so an entry the stage leaves unwritten shows."""
+    out = np.full((POSES.shape[0], n_state), np.nan)
+    for b in range(POSES.shape[0]):
+        rest_row(b, POSES[b, 0], POSES[b, 1], POSES[b, 2], P, T, out[b])
+    return out
+
+
+@njit(error_model="numpy")
 def project(CXY, CH, IDX, PXY, spacing):
     """course.project per row: ``(j (B,), (B, 3) = (s, e, heading))``."""
     B = PXY.shape[0]
@@ -153,15 +164,10 @@ def uniforms(KEYS, EPISODES, n):
 
 
 @njit(error_model="numpy")
-def terms(F, BOOKS, PTB, driver, ACTS, PREV, FAILED):
-    """The built-in reward terms ``(B, len(TERM))`` from per-row figures ``F (B, 17)`` =
-    (progress, cap, vx, vt, e, half_width, heading error, weight, roll rate, pitch rate, the step's
-    time [s], elapsed time [s], time budget [s], arc length at the step's start and end [m], the
-    goal's arc length [m], the schedule's pace to the goal [s]), the step's books and powertrain
-    lines, the clipped actions ``(B, 3)`` and the previous ones."""
-    out = np.zeros((F.shape[0], _NT))
-    for b in range(F.shape[0]):
-        f = F[b]
-        terms_row(out[b], f[0], f[1], f[10], f[11], f[12], f[16], f[13], f[14], f[15], f[2], f[3], f[4], f[5], f[6], BOOKS[b],
-                  PTB[b], driver, f[7], f[8], f[9], ACTS[b, 0], ACTS[b, 1], ACTS[b, 2], PREV[b], FAILED[b])
+def terms(FIG, BOOKS, PTB, driver, PREV):
+    """The built-in reward terms ``(B, len(TERM))`` from per-row figures ``FIG (B, N_FIG)``
+    (model.task.STEP_FIGURES), the step's books and powertrain lines and the previous actions."""
+    out = np.zeros((FIG.shape[0], _NT))
+    for b in range(FIG.shape[0]):
+        terms_row(out[b], FIG[b], BOOKS[b], PTB[b], PREV[b], driver)
     return out

@@ -31,10 +31,16 @@ from ..model.books import BOOK, N_BOOKS, N_PT_LINES, PTB
 from ..model.constants import DRAW_SALT, HASH_MASK, HASH_MUL, OBS_CLIP, RPM, STREAM_SALTS
 from ..model.packed import (CC, GC, PK, SC, SN, TK_BASE_MU, TK_BUMP_H, TK_BUMP_R, TK_BUMP_X, TK_BUMP_Y, TK_PATCH_MU,
                             TK_PATCH_R, TK_PATCH_X, TK_PATCH_Y, TK_WAVE_AMP, TK_WAVE_KX, TK_WAVE_KY, TK_WAVE_PHASE)
+from ..model.schema import (BLOCK_FIELDS, K_AHEAD, K_CAPACITY_MAP, K_COLS, K_DRIVER, K_GRADE, K_HDT, K_LINE_HEADING,
+                            K_LINE_XY, K_LOSS_MAP, K_N_SUB, K_PASSIVE, K_PT0, K_Q, K_RATIO_MAP, K_RESET_COURSE,
+                            K_RESET_GROUND, K_SCALES, K_SENSE, K_STEP, K_TORQUE_MAP, K_V0, K_VT, K_WEIGHTS, K_WIDTHS,
+                            ST_COURSE_HEADING, ST_COURSE_XY, ST_EPISODE, ST_IDX, ST_KEY, ST_P, ST_PREV, ST_PT, ST_S,
+                            ST_T, ST_TARGET_SPEED, ST_X)
 from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
-from ..model.task import ACT, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_PREVIEW, OBS, OBS_INDEX, TERM, TERM_ORDER
-from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, corner_sum, ground_point, ground_under_row, height_at,
-                          loads_row, rebuild, sampler_tag, serial_and_parallel, solve_sym3, substep_row)
+from ..model.task import (ACT, FIG, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_FIG, N_PREVIEW, OBS, OBS_INDEX, TERM,
+                          TERM_ORDER)
+from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, ground_point, ground_under_row, loads_row, rebuild,
+                          rest_row, sampler_tag, serial_and_parallel, substep_row)
 from .numba_powertrain import N_PF, drive_substep_row, with_sampler
 
 __all__ = ["NumbaState", "reset_rows", "observe", "step", "guard_rows"]
@@ -69,6 +75,11 @@ class NumbaState:
     @property
     def batch_size(self) -> int:
         return self.x.shape[0]
+
+    def block(self) -> tuple:
+        """The state block the kernels take: the fields in model.schema.BLOCK_FIELDS' order (all but
+        the ground, ``terrain``, which the kernels take as its own tuple)."""
+        return tuple(getattr(self, n) for n in BLOCK_FIELDS)
 
     def copy(self) -> "NumbaState":
         return NumbaState(**{k: (tuple(a.copy() if isinstance(a, np.ndarray) else a for a in v) if k == "terrain"
@@ -111,10 +122,15 @@ def _on_course(cxy, ch, b, frac, lo, spacing, offset):
     return cxy[b, j, XY.X] - offset * math.sin(th), cxy[b, j, XY.Y] + offset * math.cos(th)
 
 
-def _reset_rows_py(rows, keys, episodes, PP, C, LXY, LH, G, v0, vt, pt0, X, T, CXY, CH, IDX, SS, TT, PREV, VT, KEY, EP,
-                   PTS):
-    """New episodes on ``rows``: course (C, model.packed.CC; the given line ``LXY``, ``LH`` where
-    ``C[CC.GIVEN_LINE]``), rough terrain (G, model.packed.GC), settled rest state at speed ``v0``."""
+def _reset_rows_py(rows, keys, episodes, K, ST, T):
+    """New episodes on ``rows`` of the state block ``ST`` and its ground ``T``: course (C,
+    model.packed.CC; the given line ``LXY``, ``LH`` where ``C[CC.GIVEN_LINE]``), rough terrain (G,
+    model.packed.GC), settled rest state at speed ``v0``; the task's constants ``K``."""
+    PP, X, CXY, CH, IDX, SS, TT = ST[ST_P], ST[ST_X], ST[ST_COURSE_XY], ST[ST_COURSE_HEADING], ST[ST_IDX], ST[ST_S], \
+        ST[ST_T]
+    PREV, VT, KEY, EP, PTS = ST[ST_PREV], ST[ST_TARGET_SPEED], ST[ST_KEY], ST[ST_EPISODE], ST[ST_PT]
+    C, LXY, LH, G = K[K_RESET_COURSE], K[K_LINE_XY], K[K_LINE_HEADING], K[K_RESET_GROUND]
+    v0, vt, pt0 = K[K_V0], K[K_VT], K[K_PT0]
     kx, ky, amp, ph = T[TK_WAVE_KX], T[TK_WAVE_KY], T[TK_WAVE_AMP], T[TK_WAVE_PHASE]
     px, py, pr, pmu = T[TK_PATCH_X], T[TK_PATCH_Y], T[TK_PATCH_R], T[TK_PATCH_MU]
     bx, by, bh, br = T[TK_BUMP_X], T[TK_BUMP_Y], T[TK_BUMP_H], T[TK_BUMP_R]
@@ -185,25 +201,8 @@ def _reset_rows_py(rows, keys, episodes, PP, C, LXY, LH, G, v0, vt, pt0, X, T, C
         posy = CXY[b, i0, XY.Y] + frac * (CXY[b, i0 + 1, XY.Y] - CXY[b, i0, XY.Y])
         th = CH[b, i0] + frac * (CH[b, i0 + 1] - CH[b, i0])
         X0, Y0, psi0 = posx - off * math.sin(th), posy + off * math.cos(th), th + dpsi
-        cp, sp = math.cos(psi0), math.sin(psi0)
-        # settled rest state there (dyn4.dyn4_rest), then the start speed
-        P = PP[b]  # the row's parameters
-        K0, K1, K2, K3, K4, K5 = corner_sum(P, PK.K)
-        r0 = r1 = r2 = 0.0
-        for i in range(4):
-            xw, yw = P[PK.X_W + i], P[PK.Y_W + i]
-            hg = height_at(b, X0 + cp * xw - sp * yw, Y0 + sp * xw + cp * yw, T)
-            kh = P[PK.K + i] * hg
-            r0 += kh
-            r1 += kh * yw
-            r2 -= kh * xw
-        reg = 1e-12 * (K0 + K3 + K5)
-        q0, q1, q2 = solve_sym3(K0 + reg, K1, K2, K3 + reg, K4, K5 + reg, r0, r1, r2)
-        for i in range(N_DYN4):
-            X[b, i] = 0.0
-        X[b, S.X], X[b, S.Y], X[b, S.PSI] = X0, Y0, psi0
-        X[b, S.VX] = v0
-        X[b, S.Z], X[b, S.PHI], X[b, S.THETA] = q0, q1, q2
+        rest_row(b, X0, Y0, psi0, PP[b], T, X[b])  # settled rest state there (dyn4.dyn4_rest)
+        X[b, S.VX] = v0  # then the start speed
         IDX[b] = i0
         SS[b] = s0
         TT[b] = 0
@@ -264,17 +263,22 @@ def _goal(n, C):
 
 
 @njit(cache=True, error_model="numpy")
-def _observe_row(b, x, pts, P, passive, CXY, CH, CW, idx, s, vt, elapsed, budget, goal, ahead, scales, cols, C, SE, T,
-                 W, out):
-    """TaskCore.observe for row ``b`` into ``out (len(cols),)`` (float32): the entries ``cols``
-    (model.task.OBS indices, in order; ``scales`` theirs) of every entry the task can observe:
-    with the powertrain's engine speed and gear (``action="driver"``, ``pts`` its state), the clock
-    (``elapsed`` [s] against the ``budget`` [s] and the ``goal``'s arc length [m];
-    ``observe_clock``), and the ground's friction at the preview points
+def _observe_row(b, x, pts, idx, s, elapsed, K, ST, T, W, out):
+    """TaskCore.observe for row ``b`` of the state block ``ST`` at plant state ``x``, powertrain
+    state ``pts``, course segment ``idx`` and arc length ``s`` [m], ``elapsed`` [s] into the
+    episode, into ``out (len(cols),)`` (float32): the entries ``cols`` (model.task.OBS indices, in
+    order; ``scales`` theirs) of every entry the task can observe: with the powertrain's engine
+    speed and gear (``action="driver"``), the clock (``elapsed`` against the ``budget`` [s] and the
+    goal's arc length [m]; ``observe_clock``), and the ground's friction at the preview points
     (``course.preview_friction``, sampled on ``T``); then the sensors ``SE`` (model.packed.SN; their
-    scales after the entries' in ``scales``; :func:`_sensors_row`). ``C``: the step constants; ``CW (N, 2)``
-    the corridor's widths right and left of each course point (course.course_widths).
-    ``W[MU..SBY]`` hold the ground at ``x`` (the step's last books, or :func:`ground_under_row`)."""
+    scales after the entries' in ``scales``; :func:`_sensors_row`). ``C``: the step constants;
+    ``CW (N, 2)`` the corridor's widths right and left of each course point (course.course_widths);
+    all from the task's constants ``K``. ``W[MU..SBY]`` hold the ground at ``x`` (the step's last
+    books, or :func:`ground_under_row`)."""
+    P, CXY, CH, vt = ST[ST_P][b], ST[ST_COURSE_XY], ST[ST_COURSE_HEADING], ST[ST_TARGET_SPEED][b]
+    passive, C, CW, ahead, scales, cols, SE = K[K_PASSIVE], K[K_STEP], K[K_WIDTHS], K[K_AHEAD], K[K_SCALES], \
+        K[K_COLS], K[K_SENSE]
+    budget, goal = C[SC.BUDGET], _goal(CXY.shape[1], C)
     spacing = C[SC.SPACING]
     loads_row(x, P, passive, W)
     _, _, e, th = _project(CXY, CH, b, idx, x[S.X], x[S.Y], spacing)
@@ -383,22 +387,30 @@ def _sensors_row(b, x, CXY, CH, CW, idx, T, SE, scales, out, o):
         out[o + i] = min(max(v, -OBS_CLIP), OBS_CLIP)
 
 
-def _observe_py(rows, PP, grade, passive, T, C, dt, CXY, CH, CW, X, PTS, IDX, SS, TT, VT, ahead, scales, cols, SE, OUT):
-    budget, goal = C[SC.BUDGET], _goal(CXY.shape[1], C)
+def _observe_py(rows, K, ST, T, OUT):
+    """The observation of ``rows`` of the state block ``ST`` (ground ``T``) into ``OUT``, with the
+    task's ``K``."""
+    PP, X, IDX, SS, TT, PTS = ST[ST_P], ST[ST_X], ST[ST_IDX], ST[ST_S], ST[ST_T], ST[ST_PT]
+    grade, passive, dt = K[K_GRADE], K[K_PASSIVE], K[K_HDT] * K[K_N_SUB]
     for r in prange(rows.shape[0]):
         b = rows[r]
         W = np.empty((N_SCRATCH, 4))
         ground_under_row(b, X[b, S.X], X[b, S.Y], X[b, S.PSI], PP[b], passive or grade, T, W)
-        _observe_row(b, X[b], PTS[b], PP[b], passive, CXY, CH, CW, IDX[b], SS[b], VT[b], TT[b] * dt, budget, goal,
-                     ahead, scales, cols, C, SE, T, W, OUT[r])
+        _observe_row(b, X[b], PTS[b], IDX[b], SS[b], TT[b] * dt, K, ST, T, W, OUT[r])
 
 
 # ------------------------------------------------------------------------------------------- step
-def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, scales, cols, SE, driver, Q, maps, X, CXY,
-             CH, CW, IDX, SS, TT, PREV, VT, PTS, OUT, REW, INFOS, FLAGS):
-    """TaskCore.step for every active row, in place; inactive rows are left as they are, their
-    outputs zero (the caller resets them). ``driver``: actions are (steer, throttle, brake) through
-    the powertrain (``Q``, ``maps``; state ``PTS``)."""
+def _step_py(A, active, K, ST, T, OUT, REW, INFOS, FLAGS):
+    """TaskCore.step for every active row of the state block ``ST`` (model.schema.BLOCK_FIELDS)
+    on its ground ``T``, in place, with the task's constants ``K`` (model.schema.TASK_CONSTS);
+    inactive rows are left as they are, their outputs zero (the caller resets them). ``driver``:
+    actions are (steer, throttle, brake) through the powertrain (``Q``, ``maps``; state ``PTS``)."""
+    PP, X, CXY, CH, IDX, SS, TT = ST[ST_P], ST[ST_X], ST[ST_COURSE_XY], ST[ST_COURSE_HEADING], ST[ST_IDX], ST[ST_S], \
+        ST[ST_T]
+    PREV, VT, PTS = ST[ST_PREV], ST[ST_TARGET_SPEED], ST[ST_PT]
+    grade, passive, hdt, n_sub, C, weights = K[K_GRADE], K[K_PASSIVE], K[K_HDT], K[K_N_SUB], K[K_STEP], K[K_WEIGHTS]
+    driver, Q, CW = K[K_DRIVER], K[K_Q], K[K_WIDTHS]
+    maps = (K[K_TORQUE_MAP], K[K_LOSS_MAP], K[K_CAPACITY_MAP], K[K_RATIO_MAP])  # numba_powertrain.pack_powertrain's
     spacing, half_width = C[SC.SPACING], C[SC.HALF_WIDTH]
     roll_limit, episode_steps, cap = C[SC.ROLL_LIMIT], C[SC.EPISODE_STEPS], C[SC.CAP]
     n = CXY.shape[1]
@@ -503,9 +515,16 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
         he = _wrap(cur[S.PSI] - th)
         vt = VT[b]
         terms = info[_TERMS0:_TERMS0 + _NT]
-        terms_row(terms, progress, cap * vt, hdt * n_sub, TT[b] * (hdt * n_sub), C[SC.BUDGET], C[SC.PACE], SS[b], s_prev,
-                  goal, cur[S.VX], vt, e, half_width, he, books, ptb, driver, weight, cur[S.PHID],
-                  cur[S.THETAD], a0, a1, a2, PREV[b], failed)
+        fig = np.empty(N_FIG)  # the step's figures the terms read (model.task.STEP_FIGURES)
+        fig[FIG.PROGRESS], fig[FIG.CAP], fig[FIG.DT] = progress, cap * vt, hdt * n_sub
+        fig[FIG.ELAPSED], fig[FIG.BUDGET], fig[FIG.PACE] = TT[b] * (hdt * n_sub), C[SC.BUDGET], C[SC.PACE]
+        fig[FIG.S0], fig[FIG.S1], fig[FIG.GOAL] = SS[b], s_prev, goal
+        fig[FIG.VX], fig[FIG.VT], fig[FIG.CROSS_TRACK], fig[FIG.HALF_WIDTH] = cur[S.VX], vt, e, half_width
+        fig[FIG.HEADING_ERROR], fig[FIG.WEIGHT], fig[FIG.ROLL_RATE], fig[FIG.PITCH_RATE] = he, weight, cur[S.PHID], \
+            cur[S.THETAD]
+        fig[FIG.STEER], fig[FIG.DRIVE], fig[FIG.BRAKE] = a0, a1, a2
+        fig[FIG.FAILED] = 1.0 if failed else 0.0
+        terms_row(terms, fig, books, ptb, PREV[b], driver)
         reward = 0.0
         for k in range(_NT):
             reward += weights[k] * terms[k]
@@ -527,21 +546,25 @@ def _step_py(A, active, PP, grade, passive, hdt, n_sub, T, C, weights, ahead, sc
             PREV[b, ACT.BRAKE] = a2
         for i in range(N_PT):
             PTS[b, i] = scur[i]
-        _observe_row(b, cur, scur, P, passive, CXY, CH, CW, idx, s_prev, vt, TT[b] * (hdt * n_sub), C[SC.BUDGET],
-                     goal, ahead, scales, cols, C, SE, T, W, OUT[b])
+        _observe_row(b, cur, scur, idx, s_prev, TT[b] * (hdt * n_sub), K, ST, T, W, OUT[b])
 
 
 # ------------------------------------------------------------------------------- the reward terms
 @njit(cache=True, error_model="numpy", inline="always")
-def terms_row(terms, progress, cap, dt, elapsed, budget, pace, s0, s1, goal, vx, vt, e, half_width, he, books, ptb, driver,
-              weight, phid, thetad, a0, a1, a2, prev, failed):
+def terms_row(terms, fig, books, ptb, prev, driver):
     """The built-in reward terms (envs/rewards.py; model.task.REWARD_TERM_TABLE) of one step into
-    ``terms (len(TERM),)``: progress paid up to ``cap`` [m], the step's time ``dt`` [s] as target
-    speed x dt [m] (paid again by steps ending past the time ``budget`` [s] at ``elapsed`` [s]), the
-    schedule from the arc lengths ``s0`` -> ``s1`` [m] against the uniform pace that reaches the
-    ``goal``'s [m] at ``pace`` [s] (the budget less EnvConfig.schedule_margin), the step's books
-    ``books`` (BOOK) and powertrain lines ``ptb`` (PTB), the final speed, cross-track, heading error
-    and rates, the clipped action ``(a0, a1, a2)`` against ``prev``, ``weight`` = m g [N]."""
+    ``terms (len(TERM),)`` from the step's figures ``fig`` (model.task.STEP_FIGURES): progress paid
+    up to ``cap`` [m], the step's time ``dt`` [s] as target speed x dt [m] (paid again by steps
+    ending past the time ``budget`` [s] at ``elapsed`` [s]), the schedule from the arc lengths
+    ``s0`` -> ``s1`` [m] against the uniform pace that reaches the ``goal``'s [m] at ``pace`` [s]
+    (the budget less EnvConfig.schedule_margin), the step's books ``books`` (BOOK) and powertrain
+    lines ``ptb`` (PTB, read where ``driver``), the final speed, cross-track, heading error and
+    rates, the clipped action against ``prev``, ``weight`` = m g [N]."""
+    progress, cap, dt, elapsed, budget = fig[FIG.PROGRESS], fig[FIG.CAP], fig[FIG.DT], fig[FIG.ELAPSED], fig[FIG.BUDGET]
+    pace, s0, s1, goal, vx, vt = fig[FIG.PACE], fig[FIG.S0], fig[FIG.S1], fig[FIG.GOAL], fig[FIG.VX], fig[FIG.VT]
+    e, half_width, he, weight = fig[FIG.CROSS_TRACK], fig[FIG.HALF_WIDTH], fig[FIG.HEADING_ERROR], fig[FIG.WEIGHT]
+    phid, thetad, a0, a1, a2 = fig[FIG.ROLL_RATE], fig[FIG.PITCH_RATE], fig[FIG.STEER], fig[FIG.DRIVE], fig[FIG.BRAKE]
+    failed = fig[FIG.FAILED] != 0.0
     step_dist = vt * dt
     terms[TERM.PROGRESS] = min(progress, cap)  # paid up to the target speed's distance
     terms[TERM.SPEED] = -((vx - vt) / vt) ** 2
@@ -718,10 +741,8 @@ def reset_rows(k, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: 
         _check_shape("reset_rows: params", params, (rows.size, st.P.shape[1]))
         st.P[rows] = params
     _kernel(k, "reset", rows.size)(rows, np.ascontiguousarray(keys, dtype=np.int64),
-                                np.ascontiguousarray(episodes, dtype=np.int64), st.P, k.reset_course, k.line_xy,
-                                k.line_heading, k.reset_ground,
-                                k.v0, k.vt, k.pt0, st.x, st.terrain, st.course_xy, st.course_heading, st.idx, st.s,
-                                st.t, st.prev_action, st.target_speed, st.key, st.episode, st.pt)
+                                   np.ascontiguousarray(episodes, dtype=np.int64), k.block, st.block(),
+                                   st.terrain)
 
 
 def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
@@ -729,10 +750,7 @@ def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
     rows = np.arange(st.batch_size) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     check_rows("observe", rows, st.batch_size)
     obs = np.empty((rows.size, k.n_obs), dtype=np.float32)
-    _kernel(k, "observe", rows.size)(rows, st.P, k.grade, k.passive, st.terrain, k.step_consts, k.hdt * k.n_sub,
-                                  st.course_xy, st.course_heading, k.widths, st.x, st.pt, st.idx, st.s, st.t,
-                                  st.target_speed,
-                                  k.ahead, k.scales, k.cols, k.sense, obs)
+    _kernel(k, "observe", rows.size)(rows, k.block, st.block(), st.terrain, obs)
     return obs
 
 
@@ -748,8 +766,5 @@ def step(k, st: NumbaState, actions: np.ndarray, active: np.ndarray):
     rew = np.empty(B)
     info = np.empty((B, len(INFO_COLUMNS)))
     flags = np.empty((B, len(FLAG_COLUMNS)), dtype=np.bool_)
-    _kernel(k, "step", B)(actions, active, st.P, k.grade, k.passive, k.hdt, k.n_sub, st.terrain, k.step_consts,
-                       k.weights, k.ahead, k.scales, k.cols, k.sense, k.driver, k.Q, k.maps, st.x, st.course_xy,
-                       st.course_heading, k.widths,
-                       st.idx, st.s, st.t, st.prev_action, st.target_speed, st.pt, obs, rew, info, flags)
+    _kernel(k, "step", B)(actions, active, k.block, st.block(), st.terrain, obs, rew, info, flags)
     return obs, rew, info, flags

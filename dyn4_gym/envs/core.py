@@ -65,9 +65,10 @@ def finite_rows_grad(t: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True, eq=False)
 class TaskState:
-    """Everything that evolves, per row. Leading dimension ``B`` on every tensor."""
+    """Everything that evolves, per row. Leading dimension ``B`` on every tensor. The fields, their
+    order and per-row shapes are model.schema.TASK_FIELDS' (a test holds them together)."""
 
-    x: torch.Tensor  # (B, 14) plant state
+    x: torch.Tensor  # (B, N_DYN4) plant state
     terrain: object  # the row's batched ground (a registered terrain kind's, dyn4_gym.ground.terrain)
     course_xy: torch.Tensor  # (B, N, 2)
     course_heading: torch.Tensor  # (B, N)

@@ -23,7 +23,7 @@ from ..engine.numba_ground import ROUGH_KERNEL, check_packed, checked_sampler, g
 from ..ground.terrain import RoughConfig
 from ..model.constants import PATCH_EDGE
 from ..model.packed import COURSE_CONSTS, GROUND_CONSTS, SN, STEP_CONSTS
-from ..model.state import N_DYN4, N_PT
+from ..model.schema import TASK_CONSTS, TASK_FIELDS, row_shape
 from ..model.task import OBS_INDEX, TERM_ORDER, beam_angles, patch_points, range_window
 from ..plant.powertrain import powertrain_at
 from .core import TaskCore
@@ -74,6 +74,7 @@ class NumbaTask:
         self.P, self.grade, self.passive = pack_params(core.p)
         self.driver, self.n_action, self.n_obs = core.driver, core.n_action, len(core.obs_names)
         self.Q, self.maps = pack_powertrain(core.pt)
+        self.torque_map, self.loss_map, self.capacity_map, self.ratio_map = self.maps  # the block's, one by one
         c = cfg.course
         self.hdt, self.n_sub = float(cfg.hdt), int(cfg.substeps)
         self.n_points = course_points(c)
@@ -126,6 +127,11 @@ class NumbaTask:
         self.weights = np.array([core.weights[n] if core.terms.get(n) is REWARD_TERMS_BUILTIN[n] else 0.0
                                  for n in TERM_ORDER])
         self.custom = {n: t for n, t in core.terms.items() if REWARD_TERMS_BUILTIN.get(n) is not t}
+        if not self.in_kernel:  # drawn in torch (reset): the kernel's reset constants unused, typed alike
+            self.reset_ground = np.zeros(len(GROUND_CONSTS))
+        # the constants bound once into the kernels' block (model.schema.TASK_CONSTS; arrays the
+        # task changes later, step_consts' episode limit, are changed in place)
+        self.block = tuple(getattr(self, n) for n in TASK_CONSTS)
 
     def empty_state(self, B: int) -> NumbaState:
         z = np.zeros
@@ -138,11 +144,11 @@ class NumbaTask:
             terrain = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in self.ground_template)
         else:
             terrain = tuple(z((B,) + a.shape[1:]) if isinstance(a, np.ndarray) else a for a in self.ground_template)
-        return NumbaState(x=z((B, N_DYN4)), terrain=terrain, course_xy=z((B, self.n_points, 2)),
-                          course_heading=z((B, self.n_points)), idx=z(B, dtype=np.int64), s=z(B),
-                          t=z(B, dtype=np.int64), prev_action=z((B, self.n_action)), target_speed=z(B),
-                          key=z(B, dtype=np.int64), episode=z(B, dtype=np.int64), pt=z((B, N_PT)),
-                          P=np.tile(self.P, (B, 1)))
+        # every other field from the declared schema (model.schema.TASK_FIELDS), zeros
+        sizes = {"n_points": self.n_points, "n_action": self.n_action}
+        arrays = {f.name: z((B,) + row_shape(f, sizes), dtype=f.dtype) for f in TASK_FIELDS if f.shape is not None}
+        arrays["P"][:] = self.P  # the task's parameters on every row (vehicle_ranges: the reset's own)
+        return NumbaState(terrain=terrain, **arrays)
 
     def reset(self, st: NumbaState, rows: np.ndarray, keys: np.ndarray, episodes: np.ndarray) -> None:
         """New episodes on ``rows`` of ``st``, in place: the one way the Numba engine resets (its

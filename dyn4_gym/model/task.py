@@ -181,6 +181,18 @@ TERM = IntEnum("TERM", [(n.upper(), i) for i, n in enumerate(TERM_ORDER)])
 TERM.__doc__ = "Columns of the built-in reward terms in one step's packed info."
 DEFAULT_WEIGHTS = {t[0]: t[1] for t in REWARD_TERM_TABLE}
 
+# the figures of one step that the built-in reward terms read (the kernel's terms_row takes them as
+# one vector; units and meaning as envs/rewards.py's StepContext): progress and its cap [m], the
+# step's time, the elapsed time, the budget and the schedule's pace [s], the arc lengths at the
+# step's start and end and the goal's [m], speed and target speed [m/s], cross-track [m] and
+# half width [m], heading error [rad], m g [N], roll and pitch rates [rad/s], the clipped action
+# (steer, drive or throttle, brake) and 1.0 where the step failed
+STEP_FIGURES = ("progress", "cap", "dt", "elapsed", "budget", "pace", "s0", "s1", "goal", "vx", "vt", "cross_track",
+                "half_width", "heading_error", "weight", "roll_rate", "pitch_rate", "steer", "drive", "brake", "failed")
+FIG = IntEnum("FIG", [(n.upper(), i) for i, n in enumerate(STEP_FIGURES)])
+FIG.__doc__ = "Columns of one step's figures for the reward terms (STEP_FIGURES)."
+N_FIG = len(STEP_FIGURES)
+
 # one env step's packed info (the Numba engine's float columns): the built-in terms, the plant's
 # books summed over the substeps, the task's own figures, then the powertrain's lines (0 for
 # action="accel")
