@@ -113,7 +113,8 @@ def trainable(config: dict) -> None:
     if trainer.kind == "plant":
         from dyn4_gym.agents import SHACConfig
 
-        settings = SHACConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in params.items()})  # JSON lists: tuples
+        # JSON lists: tuples
+        settings = SHACConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in params.items()})
     else:
         from dyn4_gym.agents.sb3_glue import parse_zoo_values
 

@@ -18,7 +18,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Trainer", "Run", "TRAINERS", "DEFAULT_TRAINER", "VECNORMALIZE", "VECNORMALIZE_FILE", "trainer", "sb3_trainers"]
+__all__ = ["Trainer", "Run", "TRAINERS", "DEFAULT_TRAINER", "VECNORMALIZE", "VECNORMALIZE_FILE", "trainer",
+           "sb3_trainers"]
 
 
 @runtime_checkable

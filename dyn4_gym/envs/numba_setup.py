@@ -33,7 +33,7 @@ from .rewards import REWARD_TERMS_BUILTIN
 __all__ = ["NumbaTask"]
 
 # the fields a reset writes besides the ground and the parameters (TaskState's, by name)
-_COPIED = ("x", "course_xy", "course_heading", "idx", "s", "t", "prev_action", "target_speed", "key", "episode", "pt")
+_COPIED = tuple(f.name for f in TASK_FIELDS if f.name not in ("terrain", "P"))
 
 
 def _packed(names: tuple, **values) -> np.ndarray:
