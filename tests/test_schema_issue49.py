@@ -24,7 +24,7 @@ def test_both_states_have_the_schemas_fields_in_its_order():
         key = "ST_" + {"prev_action": "PREV"}.get(name, name).upper()
         assert getattr(schema, key) == n, name
     for n, name in enumerate(TASK_CONSTS):
-        key = "K_" + {"step_consts": "STEP", "sense": "SENSE"}.get(name, name).upper()
+        key = "K_" + {"step_consts": "STEP"}.get(name, name).upper()
         assert getattr(schema, key) == n, name
 
 

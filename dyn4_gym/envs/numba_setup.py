@@ -73,8 +73,8 @@ class NumbaTask:
         self.in_kernel = self.kernel is ROUGH_KERNEL and type(g) is RoughConfig
         self.P, self.grade, self.passive = pack_params(core.p)
         self.driver, self.n_action, self.n_obs = core.driver, core.n_action, len(core.obs_names)
-        self.Q, self.maps = pack_powertrain(core.pt)
-        self.torque_map, self.loss_map, self.capacity_map, self.ratio_map = self.maps  # the block's, one by one
+        # the powertrain's scalars and its four maps, one by one (the constants block is flat)
+        self.Q, (self.torque_map, self.loss_map, self.capacity_map, self.ratio_map) = pack_powertrain(core.pt)
         c = cfg.course
         self.hdt, self.n_sub = float(cfg.hdt), int(cfg.substeps)
         self.n_points = course_points(c)

@@ -6,8 +6,8 @@ arrays travel into the kernels as one bound block, the tuple ``NumbaState.block(
 but the ground, which travels as its own tuple), read there by the ``ST_*`` indices below (plain
 ints: Numba's static tuple index).
 
-A shape entry is an int, or the name of a size the task sets (:data:`SIZES`): ``n_points`` the
-course's points, ``n_action`` the action's width.
+A shape entry is an int, or the name of a size the task sets (:func:`row_shape`): ``n_points``
+the course's points, ``n_action`` the action's width.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from .packed import N_PARAMS
 from .state import N_DYN4, N_PT
 
-__all__ = ["Field", "TASK_FIELDS", "TASK_FIELD_NAMES", "BLOCK_FIELDS", "SIZES", "row_shape", "TASK_CONSTS"]
+__all__ = ["Field", "TASK_FIELDS", "TASK_FIELD_NAMES", "BLOCK_FIELDS", "row_shape", "TASK_CONSTS"]
 
-SIZES = ("n_points", "n_action")  # the sizes a shape may name, set by the task
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ assert BLOCK_FIELDS == ("x", "course_xy", "course_heading", "idx", "s", "t", "pr
 
 
 def row_shape(field: Field, sizes: dict) -> tuple:
-    """``field``'s per-row shape with the task's ``sizes`` (:data:`SIZES`) put in."""
+    """``field``'s per-row shape with the task's ``sizes`` (``{"n_points": ..., "n_action": ...}``) put in."""
     return tuple(sizes[d] if isinstance(d, str) else d for d in field.shape)
 
 
