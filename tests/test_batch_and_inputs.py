@@ -5,6 +5,7 @@ import torch
 
 from dyn4_gym.ground import Flat, MuSplit, Bump
 from dyn4_gym.plant import HUMVEE, bike_params, bike_step, dyn4_params, dyn4_rest, dyn4_step, rollout
+from dyn4_gym.model.state import DYN4, N_DYN4
 
 D = torch.float64
 G = MuSplit() + Bump(x=3.0, y=1.0, height0=0.05)
@@ -12,7 +13,7 @@ G = MuSplit() + Bump(x=3.0, y=1.0, height0=0.05)
 
 def _states(n, seed=0):
     gen = torch.Generator().manual_seed(seed)
-    x = torch.zeros(n, 14, dtype=D)
+    x = torch.zeros(n, N_DYN4, dtype=D)
     x[:, :2] = torch.rand(n, 2, generator=gen, dtype=D) * 6 - 1
     x[:, 2] = torch.rand(n, generator=gen, dtype=D) * 6 - 3
     x[:, 3] = torch.rand(n, generator=gen, dtype=D) * 25
@@ -33,8 +34,8 @@ def test_batched_step_equals_per_row_steps(p64, pb64):
     assert torch.allclose(bike_step(xb, u, pb64, G), torch.stack([bike_step(xb[i], u[i], pb64, G) for i in range(32)]),
                           rtol=1e-12, atol=1e-12)
     # arbitrary leading shape
-    assert dyn4_step(x.reshape(4, 8, 14), u.reshape(4, 8, 2), p64, G).shape == (4, 8, 14)
-    assert torch.allclose(dyn4_step(x.reshape(4, 8, 14), u.reshape(4, 8, 2), p64, G).reshape(32, 14), batched)
+    assert dyn4_step(x.reshape(4, 8, N_DYN4), u.reshape(4, 8, 2), p64, G).shape == (4, 8, N_DYN4)
+    assert torch.allclose(dyn4_step(x.reshape(4, 8, N_DYN4), u.reshape(4, 8, 2), p64, G).reshape(32, N_DYN4), batched)
 
 
 def test_per_environment_parameters_broadcast(p64):
@@ -61,10 +62,10 @@ def test_float32_agrees_with_float64():
 
 
 def test_rollout_matches_repeated_steps_and_is_differentiable(p64):
-    x0 = dyn4_rest(p64, Flat(), (2,)) + torch.eye(14, dtype=D)[3] * 10
+    x0 = dyn4_rest(p64, Flat(), (2,)) + torch.eye(N_DYN4, dtype=D)[DYN4.VX] * 10
     us = torch.zeros(50, 2, 2, dtype=D, requires_grad=True)
     xs = rollout(dyn4_step, x0, us + torch.tensor([0.1, 1.0], dtype=D), p64)
-    assert xs.shape == (51, 2, 14)
+    assert xs.shape == (51, 2, N_DYN4)
     x = x0
     for _ in range(50):
         x = dyn4_step(x, torch.tensor([[0.1, 1.0]] * 2, dtype=D), p64)
@@ -74,14 +75,14 @@ def test_rollout_matches_repeated_steps_and_is_differentiable(p64):
 
 
 def test_inputs_are_clamped_to_the_actuators(p64):
-    x = dyn4_rest(p64, Flat(), ()) + torch.eye(14, dtype=D)[3] * 10
+    x = dyn4_rest(p64, Flat(), ()) + torch.eye(N_DYN4, dtype=D)[DYN4.VX] * 10
     p = p64.replace(tau_steer=torch.tensor(0.0, dtype=D), tau_drive=torch.tensor(0.0, dtype=D))
     y = dyn4_step(x, torch.tensor([5.0, -100.0], dtype=D), p)
     assert float(y[12]) == pytest.approx(float(p.delta_max))
     assert float(y[13]) == pytest.approx(-float(p.a_brake))
 
 
-@pytest.mark.parametrize("bad", [torch.zeros(13), torch.zeros(3, 8), [0.0] * 14])
+@pytest.mark.parametrize("bad", [torch.zeros(13), torch.zeros(3, 8), [0.0] * N_DYN4])
 def test_wrong_state_shape_is_a_clear_error(p64, bad):
     with pytest.raises(ValueError, match="state must be a tensor of shape"):
         dyn4_step(bad, torch.zeros(2, dtype=D), p64)
@@ -103,7 +104,7 @@ def test_wrong_input_shape_and_bad_substep_are_clear_errors(p64, pb64):
 def test_extreme_states_stay_finite(dtype):
     """A car rolled far over (two wheels in the air), airborne, or spun at speed: finite step and gradient."""
     p = dyn4_params(HUMVEE, dtype=dtype)
-    x = torch.zeros(4, 14, dtype=dtype)
+    x = torch.zeros(4, N_DYN4, dtype=dtype)
     x[:, 3] = torch.tensor([15.0, 10.0, 2.0, 0.0])
     x[0, 7] = 0.6  # rolled: the left wheels far off the ground
     x[1, 6] = 0.5  # airborne: every spring in tension

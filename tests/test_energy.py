@@ -11,6 +11,7 @@ from dyn4_gym.plant.corners import corner_dot, grade_force, ground_under
 from dyn4_gym.plant.dyn4 import slip_angles
 from dyn4_gym.plant.energy import ph_state
 from dyn4_gym.plant.manoeuvres import weave
+from dyn4_gym.model.state import DYN4, N_DYN4
 
 D = torch.float64
 PEAK = HUMVEE.tire_peak_slip
@@ -20,7 +21,7 @@ RIGID = dict(ride_freq_front=15.0, ride_freq_rear=15.0, damping_ratio_front=1.0,
 
 def _random_states(n, seed, reverse=False):
     gen = torch.Generator().manual_seed(seed)
-    x = torch.zeros(n, 14, dtype=D)
+    x = torch.zeros(n, N_DYN4, dtype=D)
     x[:, 0] = torch.rand(n, generator=gen, dtype=D) * 6
     x[:, 1] = torch.rand(n, generator=gen, dtype=D) * 3 - 1.5
     x[:, 2] = torch.randn(n, generator=gen, dtype=D) * 0.5
@@ -78,7 +79,7 @@ def test_structure_on_500_states(name, g, kw):
     x0[:, 13] = 0.0
     s0 = ph_structure(x0, p, g)
     assert float(s0.u.abs().max()) == 0.0
-    _, books = dyn4_step(x0, x0[:, 12:14], p, g, books=True)
+    _, books = dyn4_step(x0, x0[:, DYN4.DELTA:DYN4.A + 1], p, g, books=True)
     assert float(books.supplied.abs().max()) == 0.0
 
 
@@ -88,7 +89,7 @@ def test_vector_field_matches_a_tiny_plant_step(g, reverse):
     p = dyn4_params(HUMVEE, dtype=D)
     x = _random_states(200, seed=7 + reverse, reverse=reverse)
     hdt = 1e-5
-    x1 = dyn4_step(x, x[:, 12:14], p, g, hdt=hdt)
+    x1 = dyn4_step(x, x[:, DYN4.DELTA:DYN4.A + 1], p, g, hdt=hdt)
     fd = (ph_state(x1, p) - ph_state(x, p)) / hdt
     rhs = ph_rhs(x, p, g)
     scale = rhs.abs().amax(0).clamp_min(1e-6)
@@ -151,17 +152,17 @@ def test_braking_to_a_stop_shows_in_the_limiter(p64):
 
 def test_ground_line_is_zero_on_flat_and_lever_is_zero_without_cg_height(p64):
     x = _random_states(50, seed=3)
-    _, b = dyn4_step(x, x[:, 12:14], p64, Flat(mu=0.7), books=True)
+    _, b = dyn4_step(x, x[:, DYN4.DELTA:DYN4.A + 1], p64, Flat(mu=0.7), books=True)
     assert float(b.ground.abs().max()) == 0.0
     p0 = p64.replace(h=0.0)
-    _, b0 = dyn4_step(x, x[:, 12:14], p0, SPLIT_BUMP, books=True)
+    _, b0 = dyn4_step(x, x[:, DYN4.DELTA:DYN4.A + 1], p0, SPLIT_BUMP, books=True)
     assert float(b0.lever.abs().max()) == 0.0
     assert float(b0.ground.abs().max()) > 0.0
 
 
 def test_books_leave_the_plant_bit_for_bit(p64):
     x = _random_states(20, seed=11).requires_grad_()
-    u = x[:, 12:14].detach() + 0.1
+    u = x[:, DYN4.DELTA:DYN4.A + 1].detach() + 0.1
     a = dyn4_step(x, u, p64, SPLIT_BUMP)
     b, _ = dyn4_step(x, u, p64, SPLIT_BUMP, books=True)
     assert torch.equal(a, b)
@@ -183,7 +184,7 @@ def test_grade_force_is_minus_dH_dpose(g):
     fX, fY = c * fx - s * fy, s * fx + c * fy  # world frame
     grads = []
     for j in range(3):
-        e = torch.zeros(14, dtype=D)
+        e = torch.zeros(N_DYN4, dtype=D)
         e[j] = 1e-5
         grads.append((dyn4_energy(x + e, p, g) - dyn4_energy(x - e, p, g)) / 2e-5)
     mg = float(p.m * p.g)

@@ -15,6 +15,7 @@ from dyn4_gym.plant import dyn4_state as state
 
 from dyn4_gym.engine import numba_plant
 from dyn4_gym.model.books import BOOK_LINES
+from dyn4_gym.model.state import N_DYN4
 
 D = torch.float64
 GOLDEN = Path(__file__).parent / "data" / "dyn4_golden.json"
@@ -82,4 +83,4 @@ def test_numba_engine_refuses_what_it_does_not_model():
         numba_plant.pack_params(p)
     with pytest.raises(ValueError, match="height 0"):
         numba_plant.pack_terrain(Flat(height0=1.0), 1)
-    assert state(vx=1.0).shape == (14,)
+    assert state(vx=1.0).shape == (N_DYN4,)

@@ -14,6 +14,7 @@ from dyn4_gym.plant import HUMVEE, bike_step, dyn4_params, dyn4_rest, dyn4_step
 from dyn4_gym.plant import dyn4_state as state
 from dyn4_gym.plant.manoeuvres import wheel_loads
 from dyn4_gym.plant.tire import lateral_secant
+from dyn4_gym.model.state import DYN4, N_DYN4
 
 
 D = torch.float64
@@ -94,7 +95,7 @@ def test_gradients_at_exact_rest_are_finite_and_one_sided_correct(p64):
     assert bool(torch.isfinite(jx).all()) and bool(torch.isfinite(ju).all())
     # one-sided difference in vx from just above the clamp matches the autograd column
     h = 1e-7
-    col = (dyn4_step(x0 + h * torch.eye(14, dtype=D)[3], u0, p64) - dyn4_step(x0, u0, p64)) / h
+    col = (dyn4_step(x0 + h * torch.eye(N_DYN4, dtype=D)[DYN4.VX], u0, p64) - dyn4_step(x0, u0, p64)) / h
     assert torch.allclose(jx[:, 3], col, atol=1e-5, rtol=1e-4)
 
 

@@ -15,6 +15,7 @@ from dyn4_gym.agents.evaluation import evaluate
 from dyn4_gym.agents.loading import load_policy
 from dyn4_gym.envs import ConfigError, Dyn4Env, Dyn4VectorEnv, RewardTerm
 from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
+from dyn4_gym.model.state import N_DYN4
 
 SHORT = dict(course={"length": 80.0}, episode_steps=40)
 ACT = np.array([0.1, 0.3], dtype=np.float32)
@@ -58,7 +59,7 @@ def test_drive_step_np_refuses_a_gear_past_its_table():
     from dyn4_gym.plant import HUMVEE, HUMVEE_POWERTRAIN, dyn4_params
 
     p = dyn4_params(HUMVEE, dtype=torch.float64)
-    x = np.zeros((1, 14))
+    x = np.zeros((1, N_DYN4))
     for gear in (0.0, 4.0, 1.5, np.nan):
         s = np.array([[100.0, gear, 1.0]])
         with pytest.raises(ValueError, match="gear"):

@@ -682,7 +682,12 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     (dyn4.dyn4_drive_step); with ``want_books`` its DriveWork goes to ``dwork (4,)``.
     The caller samples the ground at ``x`` into ``W[MU..SBY]`` first (stage 2,
     :func:`ground_under_row`), or hands on what the previous substep's books sampled at the same
-    pose (:func:`advance_ground`): the ground is sampled once per substep."""
+    pose (:func:`advance_ground`): the ground is sampled once per substep.
+
+    Every entry of ``x`` the stages below do not write is carried over to ``y`` (as torch's
+    plant.state.with_entries): a state grown past today's passes through (issue 49)."""
+    for i in range(x.shape[0]):
+        y[i] = x[i]
     if drv:  # the steer lags as in dyn4_step; the drive is the powertrain's, recorded as a
         delta = lag(x[S.DELTA], min(max(d_in, -P[PK.DELTA_MAX]), P[PK.DELTA_MAX]), P[PK.TAU_STEER], hdt)
         a = (fd - _sign(x[S.VX]) * fb) / P[PK.M]

@@ -250,6 +250,16 @@ class TaskCore:
         out = put_rows(state, rows, sub)
         return dataclasses.replace(out, key=key, episode=episode)
 
+    def reset_where(self, state: TaskState, mask: torch.Tensor) -> TaskState:
+        """:meth:`reset_rows` with the default streams, without a host sync: every row's next
+        episode is drawn and selected where ``mask (B,)`` (no ``nonzero``, no branch on the
+        mask), so a step with its resets stays one program for a GPU's queue or a CUDA graph
+        (issue 49). The same state as :meth:`reset_rows`, row for row (a row's draw reads its own
+        stream only); it draws every row, so it costs one :meth:`new_state` a call."""
+        episode = state.episode + mask.long()
+        out = select_rows(mask, self.new_state(state.key, episode), state)
+        return dataclasses.replace(out, episode=episode)
+
     @staticmethod
     def select(mask: torch.Tensor, new: TaskState, old: TaskState) -> TaskState:
         """Rows of ``new`` where ``mask (B,)``, of ``old`` elsewhere (a select, never in place)."""
@@ -319,13 +329,18 @@ class TaskCore:
         lon = torch.where(a[:, 1] >= 0, a[:, 1] * p.a_drive, a[:, 1] * p.a_brake)
         return torch.stack((a[:, 0] * p.delta_max, lon), -1)
 
-    def step(self, state: TaskState, action: torch.Tensor, parts=None):
+    def step(self, state: TaskState, action: torch.Tensor, parts=None, bad: torch.Tensor | None = None):
         """One env step of every row: ``(state, obs, reward, terminated, truncated, info)``.
 
         The step is :meth:`_advance` once per substep, then :meth:`_finish`; ``parts`` replaces
         that pair (same signatures): :meth:`compiled_step` passes their compiled twins.
+        ``bad (B,)`` bool: rows whose action is not to be used (non-finite, found without a host
+        sync): they step from a zero action cut from the graph and end flagged non-finite with
+        the termination penalty, as a row whose state is non-finite does.
         """
         advance, finish = (self._advance, self._finish) if parts is None else parts
+        if bad is not None:  # a select: the bad rows' NaN never meets a multiplication, forward or back
+            action = torch.where(bad[:, None], torch.zeros_like(action), action)
         a = self.clip_action(action)
         u = self.action_to_input(a, self.params_of(state))
         x = state.x
@@ -337,6 +352,8 @@ class TaskCore:
         # a row whose state is already non-finite is stepped from a safe stand-in (zeros for the
         # bad entries, no gradient) and ends this step flagged, with the termination penalty
         nonfinite = ~torch.isfinite(x).all(-1)
+        if bad is not None:
+            nonfinite = nonfinite | bad
         x = torch.where(nonfinite[:, None], torch.nan_to_num(x.detach(), nan=0.0, posinf=0.0, neginf=0.0), x)
         track = torch.is_grad_enabled() and (x.requires_grad or u.requires_grad)
         carry = (x, state.pt, state.idx, state.s, zero, zero, acc)  # the last two: cross-track, course heading
@@ -494,7 +511,7 @@ class TaskCore:
         parts = (guarded(torch.compile(self._advance, dynamic=False), self._advance),
                  guarded(torch.compile(self._finish, dynamic=False), self._finish))
 
-        def step(state: TaskState, action: torch.Tensor):
-            return self.step(state, action, parts=parts)
+        def step(state: TaskState, action: torch.Tensor, bad: torch.Tensor | None = None):
+            return self.step(state, action, parts=parts, bad=bad)
 
         return step

@@ -20,13 +20,26 @@ __all__ = ["Dyn4DiffEnv", "policy_rollout"]
 
 
 class Dyn4DiffEnv:
-    """``num_envs`` rows with gradients on; torch tensors in and out."""
+    """``num_envs`` rows with gradients on; torch tensors in and out.
 
-    def __init__(self, num_envs: int = 64, **kwargs):
+    ``sync_free``: step without a host sync (issue 49), so a GPU's queue never waits on the host
+    inside a step: finished rows are reset by drawing every row's next episode and selecting
+    (:meth:`TaskCore.reset_where`; the same states, one extra draw a step), and actions are not
+    checked for NaN or inf on the host: a row given one steps from its last finite state, ends
+    with ``info["nonfinite"]`` and the termination penalty, and restarts (the env's guard for a
+    non-finite state), its gradient cut so no NaN reaches the other rows. The default (``None``)
+    is on for CUDA devices and off elsewhere, where the sync is cheap and the select's extra draw
+    is not; the results are the same either way for finite actions. Shapes are checked always.
+    """
+
+    def __init__(self, num_envs: int = 64, sync_free: bool | None = None, **kwargs):
         if isinstance(num_envs, bool) or not (isinstance(num_envs, int) and num_envs >= 1):
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if sync_free is not None and not isinstance(sync_free, bool):
+            raise ValueError(f"sync_free must be True, False or None, got {sync_free!r}")
         self.config = EnvConfig.from_dict(kwargs)
         self.core = TaskCore(self.config)
+        self.sync_free = self.core.device.type == "cuda" if sync_free is None else sync_free
         self.num_envs = num_envs
         self.state: TaskState | None = None
         self._step = self.core.step_fn()  # compile=True: the compiled forward and backward
@@ -50,12 +63,17 @@ class Dyn4DiffEnv:
         if not isinstance(action, torch.Tensor):
             raise TypeError(f"action must be a torch tensor of shape ({self.num_envs}, {self.core.n_action}), got {type(action).__name__} "
                             "(this face keeps gradients; use gym.make_vec for numpy)")
-        if action.shape != (self.num_envs, self.core.n_action) or not torch.isfinite(action.detach()).all():
+        if action.shape != (self.num_envs, self.core.n_action) or not (
+                self.sync_free or torch.isfinite(action.detach()).all()):
             raise ValueError(f"action must be a finite tensor of shape ({self.num_envs}, {self.core.n_action})")
-        state, obs, reward, term, trunc, info = self._step(self.state, action)
+        bad = ~torch.isfinite(action.detach()).all(-1) if self.sync_free else None
+        state, obs, reward, term, trunc, info = self._step(self.state, action, bad=bad)
         done = term | trunc
         info["final_obs"] = obs
-        if bool(done.any()):
+        if self.sync_free:
+            state = self.core.reset_where(state, done)
+            obs = torch.where(done[:, None], self.core.observe(state), obs)
+        elif bool(done.any()):
             state = self.core.reset_rows(state, done)
             obs = torch.where(done[:, None], self.core.observe(state), obs)
         self.state = state

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["BIKE", "DYN4", "PT", "XY", "BIKE_NAMES", "DYN4_NAMES", "N_DYN4", "N_PT", "WHEELS", "VERTICAL",
+__all__ = ["BIKE", "DYN4", "PT", "XY", "BIKE_NAMES", "DYN4_NAMES", "N_BIKE", "N_DYN4", "N_PT", "WHEELS", "VERTICAL",
            "VERTICAL_RATES"]
 
 
@@ -66,6 +66,7 @@ assert VERTICAL.stop - VERTICAL.start == VERTICAL_RATES.stop - VERTICAL_RATES.st
 
 BIKE_NAMES = tuple(i.name.lower() for i in BIKE)
 DYN4_NAMES = tuple(i.name.lower() for i in DYN4)
+N_BIKE = len(BIKE)
 N_DYN4 = len(DYN4)
 N_PT = len(PT)
 WHEELS = ("FL", "FR", "RL", "RR")  # corner order of every per-wheel vector

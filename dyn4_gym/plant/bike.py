@@ -17,7 +17,7 @@ import torch
 
 from ..ground import Flat, Ground
 from .._math import softplus_floor
-from ..model.state import BIKE
+from ..model.state import BIKE, N_BIKE
 from .corners import FLOOR_SHARE, wheel_points
 from .params import BikeParams
 from .planar import check_step_args, clamp_inputs, lag, planar_step, twist_dot, wheel_frames
@@ -44,7 +44,7 @@ def bike_step(x: torch.Tensor, u: torch.Tensor, p: BikeParams, g: Ground | None 
     ``x`` (..., 8) = ``(X, Y, psi, vx, vy, r, delta, a)``, ``u`` (..., 2) =
     ``(delta_cmd [rad], a_cmd [m/s^2])``. Returns the next state (..., 8).
     """
-    check_step_args(x, u, 8, hdt)
+    check_step_args(x, u, N_BIKE, hdt)
     g = Flat() if g is None else g
     X, Y, psi, vx, vy, r = x.unbind(-1)[:6]
     d_cmd, a_cmd = clamp_inputs(u, p)

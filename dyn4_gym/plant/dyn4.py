@@ -45,7 +45,7 @@ from .energy import contact_rates, spin_up, step_books
 from .params import Dyn4Params
 from .planar import check_step_args, clamp_inputs, lag, planar_step, twist_dot, wheel_frames
 from ..model.state import N_DYN4
-from .state import DYN4
+from .state import DYN4, with_entries
 from .tire import driven_requests
 
 __all__ = ["DriveWork", "dyn4_drive_step", "dyn4_step", "dyn4_rest", "dyn4_forces", "drive_work", "slip_angles"]
@@ -179,8 +179,10 @@ def _advance(x, f: Forces, p: Dyn4Params, g: Ground, hdt: float, braking, books:
     fy_b = (f.Fx * pl.sind + pl.Fy * pl.cosd).sum(-1)
     q1, qd1 = _vertical(q, qd, fx_b, fy_b, f, p, hdt)
     X1, Y1, psi1 = pose_step(x, pl.vx, pl.vy, pl.r, hdt)
-    x1 = torch.cat((torch.stack((X1, Y1, psi1, pl.vx, pl.vy, pl.r), -1), q1, qd1,
-                    torch.stack((f.delta, f.a), -1)), -1)
+    (z, phi, theta), (zd, phid, thetad) = q1.unbind(-1), qd1.unbind(-1)
+    x1 = with_entries(x, {DYN4.X: X1, DYN4.Y: Y1, DYN4.PSI: psi1, DYN4.VX: pl.vx, DYN4.VY: pl.vy, DYN4.R: pl.r,
+                          DYN4.Z: z, DYN4.PHI: phi, DYN4.THETA: theta, DYN4.ZD: zd, DYN4.PHID: phid,
+                          DYN4.THETAD: thetad, DYN4.DELTA: f.delta, DYN4.A: f.a})
     if not books:
         return x1
     bk = step_books(x, x1, f, pl, f_grade, p, g, hdt, f_ext=port, driven=driven)
