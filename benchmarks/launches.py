@@ -18,6 +18,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from dyn4_gym.envs.config import EnvConfig
 from dyn4_gym.envs.core import TaskCore
+from dyn4_gym.envs.diff import Dyn4DiffEnv
 from dyn4_gym.ground import Flat
 from dyn4_gym.plant import HUMVEE, dyn4_params, dyn4_rest, dyn4_step
 
@@ -65,6 +66,15 @@ def main(argv=None) -> None:
         a = torch.zeros(B, core.n_action, dtype=torch.float64)
         n, ops, syncs = count(lambda: core.step(st, a))
         rows.append((f"TaskCore.step, rough, action={action}", n, core.n_sub, syncs, ops))
+    # the differentiable env's step with gradients on, every row finishing and restarting in it
+    # (episode_steps=1): the default path's reset (nonzero, index_copy of the drawn rows) against
+    # the sync-free select over every row's draw (Dyn4DiffEnv(sync_free=True), issue 49)
+    for sync_free in (False, True):
+        env = Dyn4DiffEnv(num_envs=B, sync_free=sync_free, dtype="float64", episode_steps=1)
+        obs = env.reset(seed=0)
+        w = torch.zeros(obs.shape[1], 2, dtype=torch.float64, requires_grad=True)
+        n, ops, syncs = count(lambda: env.step(torch.tanh(obs @ w)))
+        rows.append((f"Dyn4DiffEnv.step, resets, sync_free={sync_free}", n, env.core.n_sub, syncs, ops))
     print(f"{'call':42s} {'launches':>9s} {'/substep':>9s} {'host syncs':>11s}  most frequent")
     for name, n, n_sub, syncs, ops in rows:
         top = ", ".join(f"{k[6:]} {v}" for k, v in ops.most_common(4))
