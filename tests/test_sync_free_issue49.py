@@ -100,3 +100,30 @@ def test_a_non_finite_action_ends_its_row_alone_without_a_sync():
 def test_sync_free_must_be_a_bool(bad):
     with pytest.raises(ValueError, match="sync_free"):
         Dyn4DiffEnv(num_envs=2, sync_free=bad)
+
+
+@pytest.mark.parametrize("action,grad", [("accel", True), ("driver", False)])
+def test_the_whole_step_traces_as_one_graph(action, grad):
+    """``TaskCore.whole_step`` (the step with its autoreset) goes through torch.compile with
+    ``fullgraph=True`` (any graph break raises): traced by Dynamo with the eager backend (the
+    check without Inductor's minutes of code generation; benchmarks/whole_step.py times the
+    compiled program), the same results as eager, rows restarting inside the step."""
+    core = TaskCore(EnvConfig.from_dict(dict(RUN, episode_steps=1, action=action)))
+    st = core.new_state(torch.arange(3), torch.zeros(3, dtype=torch.long))
+    a = torch.full((3, core.n_action), 0.3, dtype=D, requires_grad=grad)
+    traced = torch.compile(core.whole_step, backend="eager", fullgraph=True)
+    got, ref = traced(st, a), core.whole_step(st, a)
+    assert bool(ref[4].all())  # every row truncated and restarted
+    assert torch.equal(got[0].x, ref[0].x) and torch.equal(got[1], ref[1]) and torch.equal(got[2], ref[2])
+    assert torch.equal(ref[0].t, torch.zeros(3, dtype=torch.long)) and torch.equal(ref[0].episode, torch.ones(3, dtype=torch.long))
+    assert torch.equal(got[5]["final_obs"], ref[5]["final_obs"])
+    if grad:
+        (g,) = torch.autograd.grad(got[2].sum(), a)
+        (g_ref,) = torch.autograd.grad(ref[2].sum(), a)
+        assert torch.isfinite(g).all() and g.abs().sum() > 0 and torch.allclose(g, g_ref, rtol=1e-12, atol=1e-12)
+
+
+def test_the_whole_step_benchmark_counts_no_host_sync(load_script):
+    ws = load_script("benchmarks/whole_step.py")
+    res = ws.main(["--rows", "8", "--steps", "2", "--episode-steps", "1", "--no-compile", "--dtype", "float64"])
+    assert res["host_syncs"] == 0 and res["eager_steps_per_s"] > 0 and "compiled_steps_per_s" not in res

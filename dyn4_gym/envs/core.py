@@ -260,6 +260,23 @@ class TaskCore:
         out = select_rows(mask, self.new_state(state.key, episode), state)
         return dataclasses.replace(out, episode=episode)
 
+    def restart_finished(self, state: TaskState, obs: torch.Tensor, done: torch.Tensor):
+        """``(state, obs)`` with the rows where ``done (B,)`` restarted (:meth:`reset_where`) and
+        their observations those of the new episodes: the autoreset with no host sync."""
+        state = self.reset_where(state, done)
+        return state, torch.where(done[:, None], self.observe(state), obs)
+
+    def whole_step(self, state: TaskState, action: torch.Tensor):
+        """:meth:`step` with the autoreset inside: ``(state, obs, reward, terminated, truncated,
+        info)``, finished rows restarted (:meth:`restart_finished`; ``info["final_obs"]`` the
+        observation they finished with). One program with no host sync and no graph break:
+        ``torch.compile(core.whole_step, fullgraph=True)`` compiles it whole (issue 49;
+        benchmarks/whole_step.py measures it against eager)."""
+        state, obs, reward, term, trunc, info = self.step(state, action)
+        info["final_obs"] = obs
+        state, obs = self.restart_finished(state, obs, term | trunc)
+        return state, obs, reward, term, trunc, info
+
     @staticmethod
     def select(mask: torch.Tensor, new: TaskState, old: TaskState) -> TaskState:
         """Rows of ``new`` where ``mask (B,)``, of ``old`` elsewhere (a select, never in place)."""

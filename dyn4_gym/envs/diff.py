@@ -71,8 +71,7 @@ class Dyn4DiffEnv:
         done = term | trunc
         info["final_obs"] = obs
         if self.sync_free:
-            state = self.core.reset_where(state, done)
-            obs = torch.where(done[:, None], self.core.observe(state), obs)
+            state, obs = self.core.restart_finished(state, obs, done)
         elif bool(done.any()):
             state = self.core.reset_rows(state, done)
             obs = torch.where(done[:, None], self.core.observe(state), obs)
