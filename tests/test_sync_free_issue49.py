@@ -127,3 +127,36 @@ def test_the_whole_step_benchmark_counts_no_host_sync(load_script):
     ws = load_script("benchmarks/whole_step.py")
     res = ws.main(["--rows", "8", "--steps", "2", "--episode-steps", "1", "--no-compile", "--dtype", "float64"])
     assert res["host_syncs"] == 0 and res["eager_steps_per_s"] > 0 and "compiled_steps_per_s" not in res
+
+
+def test_a_compiled_sync_free_env_steps_with_the_whole_step_compiled(monkeypatch):
+    """``Dyn4DiffEnv(compile=True, sync_free=True)`` steps with ``torch.compile(whole_step,
+    fullgraph=True)``: the same episodes and gradients as the eager default path. torch.compile
+    is given Dynamo's eager backend here (the whole trace, any graph break an error, without
+    Inductor's minutes of code generation on this CPU)."""
+    calls = []
+    real = torch.compile
+
+    def spy(fn, **kw):
+        calls.append((getattr(fn, "__name__", ""), kw.get("fullgraph", False)))
+        return real(fn, **{**kw, "backend": "eager"})
+
+    monkeypatch.setattr(torch, "compile", spy)
+    env = Dyn4DiffEnv(num_envs=3, sync_free=True, compile=True, **RUN)
+    assert ("whole_step", True) in calls
+    runs = []
+    for e in (env, Dyn4DiffEnv(num_envs=3, sync_free=False, **RUN)):
+        obs = e.reset(seed=4)
+        w, pi = _policy(e.obs_dim)
+        total, rec = 0.0, []
+        for _ in range(8):
+            obs, r, term, trunc, _ = e.step(pi(obs))
+            total = total + r.sum()
+            rec.append((obs.detach(), r.detach(), term | trunc))
+        (g,) = torch.autograd.grad(total, w)
+        runs.append((rec, g))
+    (rec, g), (rec_ref, g_ref) = runs
+    assert sum(int(d.sum()) for _, _, d in rec_ref) >= 3
+    for (o1, r1, d1), (o2, r2, d2) in zip(rec, rec_ref):
+        assert torch.equal(d1, d2) and torch.equal(r1, r2) and torch.equal(o1, o2)
+    assert torch.allclose(g, g_ref, rtol=1e-12, atol=1e-15) and g.abs().sum() > 0

@@ -266,13 +266,13 @@ class TaskCore:
         state = self.reset_where(state, done)
         return state, torch.where(done[:, None], self.observe(state), obs)
 
-    def whole_step(self, state: TaskState, action: torch.Tensor):
+    def whole_step(self, state: TaskState, action: torch.Tensor, bad: torch.Tensor | None = None):
         """:meth:`step` with the autoreset inside: ``(state, obs, reward, terminated, truncated,
         info)``, finished rows restarted (:meth:`restart_finished`; ``info["final_obs"]`` the
-        observation they finished with). One program with no host sync and no graph break:
-        ``torch.compile(core.whole_step, fullgraph=True)`` compiles it whole (issue 49;
+        observation they finished with); ``bad`` as :meth:`step`'s. One program with no host
+        sync and no graph break: :meth:`compiled_whole_step` compiles it whole (issue 49;
         benchmarks/whole_step.py measures it against eager)."""
-        state, obs, reward, term, trunc, info = self.step(state, action)
+        state, obs, reward, term, trunc, info = self.step(state, action, bad=bad)
         info["final_obs"] = obs
         state, obs = self.restart_finished(state, obs, term | trunc)
         return state, obs, reward, term, trunc, info
@@ -495,6 +495,15 @@ class TaskCore:
         asks for it (``compile=True``)."""
         return self.compiled_step() if self.cfg.compile else self.step
 
+    def compiled_whole_step(self):
+        """:meth:`whole_step` compiled by ``torch.compile`` as one program (``fullgraph=True``:
+        the substeps unrolled, the reset inside, with its backward when gradients are on), same
+        signature and results; what ``Dyn4DiffEnv(compile=True, sync_free=True)`` steps with (a
+        GPU's path: no host sync, so the program can also go into a CUDA graph). Compiling takes
+        minutes (4.4 on this 2-core CPU for 256 rows without gradients); falls back to eager
+        with a warning where compilation fails, as :meth:`compiled_step`."""
+        return _guarded(torch.compile(self.whole_step, fullgraph=True, dynamic=False), self.whole_step, [])
+
     def compiled_step(self):
         """``step`` with its two parts compiled by ``torch.compile``, same signature and results.
 
@@ -509,21 +518,10 @@ class TaskCore:
         pays seconds. Falls back to eager, with a warning, where compilation fails (a user's reward
         term that torch.compile cannot trace, say).
         """
-        import warnings
-
-        broken = []
+        broken: list = []
 
         def guarded(fast, eager):
-            def call(*args):
-                if not broken:
-                    try:
-                        return fast(*args)
-                    except Exception as exc:  # pragma: no cover - platform dependent
-                        warnings.warn(f"torch.compile failed ({type(exc).__name__}: {str(exc)[:200]}); "
-                                      "using the eager step", RuntimeWarning)
-                        broken.append(exc)
-                return eager(*args)
-            return call
+            return _guarded(fast, eager, broken)
 
         parts = (guarded(torch.compile(self._advance, dynamic=False), self._advance),
                  guarded(torch.compile(self._finish, dynamic=False), self._finish))
@@ -532,3 +530,20 @@ class TaskCore:
             return self.step(state, action, parts=parts, bad=bad)
 
         return step
+
+
+def _guarded(fast, eager, broken: list):
+    """``fast`` (a ``torch.compile`` of ``eager``), and ``eager`` from the first failure on, with
+    one ``RuntimeWarning``; ``broken`` is shared by the functions that fall back together."""
+    import warnings
+
+    def call(*args, **kwargs):
+        if not broken:
+            try:
+                return fast(*args, **kwargs)
+            except Exception as exc:  # pragma: no cover - platform dependent
+                warnings.warn(f"torch.compile failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                              "using the eager step", RuntimeWarning)
+                broken.append(exc)
+        return eager(*args, **kwargs)
+    return call

@@ -30,6 +30,8 @@ class Dyn4DiffEnv:
     non-finite state), its gradient cut so no NaN reaches the other rows. The default (``None``)
     is on for CUDA devices and off elsewhere, where the sync is cheap and the select's extra draw
     is not; the results are the same either way for finite actions. Shapes are checked always.
+    With ``compile=True`` too, the step is :meth:`TaskCore.compiled_whole_step`: the substeps,
+    the reward terms and the reset in one compiled program (``fullgraph=True``).
     """
 
     def __init__(self, num_envs: int = 64, sync_free: bool | None = None, **kwargs):
@@ -43,6 +45,8 @@ class Dyn4DiffEnv:
         self.num_envs = num_envs
         self.state: TaskState | None = None
         self._step = self.core.step_fn()  # compile=True: the compiled forward and backward
+        # sync-free and compiled: the whole step, its reset inside, as one compiled program
+        self._whole = self.core.compiled_whole_step() if self.config.compile and self.sync_free else None
 
     @property
     def obs_dim(self) -> int:
@@ -67,6 +71,9 @@ class Dyn4DiffEnv:
                 self.sync_free or torch.isfinite(action.detach()).all()):
             raise ValueError(f"action must be a finite tensor of shape ({self.num_envs}, {self.core.n_action})")
         bad = ~torch.isfinite(action.detach()).all(-1) if self.sync_free else None
+        if self._whole is not None:
+            self.state, obs, reward, term, trunc, info = self._whole(self.state, action, bad)
+            return obs, reward, term, trunc, info
         state, obs, reward, term, trunc, info = self._step(self.state, action, bad=bad)
         done = term | trunc
         info["final_obs"] = obs
