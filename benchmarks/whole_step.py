@@ -38,6 +38,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--action", choices=("accel", "driver"), default="accel")
     ap.add_argument("--mode", default=None, help="torch.compile's mode (reduce-overhead: CUDA graphs)")
     ap.add_argument("--no-compile", action="store_true", help="eager only")
+    ap.add_argument("--parts", action="store_true",
+                    help="also compile=True's parts (TaskCore.compiled_step: a substep and the finish compiled, "
+                         "the substep loop and the reset eager)")
     return ap.parse_args(argv)
 
 
@@ -79,6 +82,20 @@ def main(argv=None) -> dict:
             print(f"  compiled  {res['compiled_steps_per_s']:12,.0f} env steps/s  {res['compiled_steps_per_s'] / res['eager_steps_per_s']:5.2f}x"
                   f"   (fullgraph; compiled in {res['compile_s']:.0f} s; after {args.steps} steps the states differ by "
                   f"at most {res['max_abs_dx']:.3g})")
+        if args.parts:
+            parts = core.compiled_step()
+
+            def by_parts(state, a):
+                state, obs, reward, term, trunc, info = parts(state, a)
+                return core.restart_finished(state, obs, term | trunc)
+
+            t = time.perf_counter()
+            _run(by_parts, start, action, 1, core.device)
+            res["parts_compile_s"] = time.perf_counter() - t
+            sec, _ = _run(by_parts, start, action, args.steps, core.device)
+            res["parts_steps_per_s"] = args.steps * B / sec
+            print(f"  parts     {res['parts_steps_per_s']:12,.0f} env steps/s  {res['parts_steps_per_s'] / res['eager_steps_per_s']:5.2f}x"
+                  f"   (compile=True's two compiled parts, the reset eager; compiled in {res['parts_compile_s']:.0f} s)")
     return res
 
 
