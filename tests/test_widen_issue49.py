@@ -88,13 +88,14 @@ def _widened(root: Path) -> Path:
     return root
 
 
-def _run(tmp: Path, pythonpath: Path | None) -> dict:
-    out = tmp / ("wide.json" if pythonpath else "narrow.json")
+def _run_copy(tmp: Path, pythonpath: Path) -> dict:
+    """SCRIPT's runs in a subprocess that imports the package under ``pythonpath``."""
+    out = tmp / "wide.json"
     cfg = dict(actions=ACTIONS, n_core=N_DYN4, run=RUN, steps=STEPS, out=str(out))
     env = dict(os.environ)
-    if pythonpath is not None:  # the copy first; its own Numba cache (its sources are other files)
-        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
-        env["NUMBA_CACHE_DIR"] = str(tmp / "numba_cache")
+    # the copy first; its own Numba cache (its sources are other files)
+    env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
+    env["NUMBA_CACHE_DIR"] = str(tmp / "numba_cache")
     script = tmp / "widen_run.py"
     script.write_text(SCRIPT)
     res = subprocess.run([sys.executable, str(script), json.dumps(cfg)], env=env, cwd=tmp, capture_output=True,
@@ -105,7 +106,7 @@ def _run(tmp: Path, pythonpath: Path | None) -> dict:
 
 @pytest.mark.slow
 def test_a_wider_plant_state_is_carried_by_both_engines(tmp_path):
-    wide = _run(tmp_path, _widened(tmp_path / "pkg"))
+    wide = _run_copy(tmp_path, _widened(tmp_path / "pkg"))
     ns: dict = {}
     exec(compile(SCRIPT, "widen_run", "exec"), ns)  # today's package, in this process
     narrow: dict = {}
