@@ -22,8 +22,8 @@ def _policy(obs_dim, seed=0):
     return w, (lambda obs: torch.tanh(obs @ w + torch.tensor([0.05, 0.5], dtype=D)))
 
 
-def _episode(sync_free, steps=14, rows=3):
-    env = Dyn4DiffEnv(num_envs=rows, sync_free=sync_free, **RUN)
+def _episode(sync_free, steps=14, rows=3, **env_kw):
+    env = Dyn4DiffEnv(num_envs=rows, sync_free=sync_free, **RUN, **env_kw)
     obs = env.reset(seed=4)
     w, pi = _policy(env.obs_dim)
     total, rec = 0.0, []
@@ -142,21 +142,10 @@ def test_a_compiled_sync_free_env_steps_with_the_whole_step_compiled(monkeypatch
         return real(fn, **{**kw, "backend": "eager"})
 
     monkeypatch.setattr(torch, "compile", spy)
-    env = Dyn4DiffEnv(num_envs=3, sync_free=True, compile=True, **RUN)
+    rec, g, _ = _episode(True, steps=8, compile=True)
     assert ("whole_step", True) in calls
-    runs = []
-    for e in (env, Dyn4DiffEnv(num_envs=3, sync_free=False, **RUN)):
-        obs = e.reset(seed=4)
-        w, pi = _policy(e.obs_dim)
-        total, rec = 0.0, []
-        for _ in range(8):
-            obs, r, term, trunc, _ = e.step(pi(obs))
-            total = total + r.sum()
-            rec.append((obs.detach(), r.detach(), term | trunc))
-        (g,) = torch.autograd.grad(total, w)
-        runs.append((rec, g))
-    (rec, g), (rec_ref, g_ref) = runs
-    assert sum(int(d.sum()) for _, _, d in rec_ref) >= 3
-    for (o1, r1, d1), (o2, r2, d2) in zip(rec, rec_ref):
-        assert torch.equal(d1, d2) and torch.equal(r1, r2) and torch.equal(o1, o2)
+    rec_ref, g_ref, _ = _episode(False, steps=8)
+    assert sum(int(d.sum()) for _, _, d, _ in rec_ref) >= 3
+    for (o1, r1, d1, f1), (o2, r2, d2, f2) in zip(rec, rec_ref):
+        assert torch.equal(d1, d2) and torch.equal(r1, r2) and torch.equal(o1, o2) and torch.equal(f1, f2)
     assert torch.allclose(g, g_ref, rtol=1e-12, atol=1e-15) and g.abs().sum() > 0

@@ -527,8 +527,8 @@ class TaskCore:
         parts = (guarded(torch.compile(self._advance, dynamic=False), self._advance),
                  guarded(torch.compile(self._finish, dynamic=False), self._finish))
 
-        def step(state: TaskState, action: torch.Tensor, bad: torch.Tensor | None = None):
-            return self.step(state, action, parts=parts, bad=bad)
+        def step(state: TaskState, action: torch.Tensor):
+            return self.step(state, action, parts=parts)
 
         return step
 

@@ -45,8 +45,9 @@ class Dyn4DiffEnv:
         self.num_envs = num_envs
         self.state: TaskState | None = None
         self._step = self.core.step_fn()  # compile=True: the compiled forward and backward
-        # sync-free and compiled: the whole step, its reset inside, as one compiled program
-        self._whole = self.core.compiled_whole_step() if self.config.compile and self.sync_free else None
+        # sync-free: the whole step with its reset inside (compile=True: as one compiled program)
+        self._whole = None if not self.sync_free else (
+            self.core.compiled_whole_step() if self.config.compile else self.core.whole_step)
 
     @property
     def obs_dim(self) -> int:
@@ -70,16 +71,14 @@ class Dyn4DiffEnv:
         if action.shape != (self.num_envs, self.core.n_action) or not (
                 self.sync_free or torch.isfinite(action.detach()).all()):
             raise ValueError(f"action must be a finite tensor of shape ({self.num_envs}, {self.core.n_action})")
-        bad = ~torch.isfinite(action.detach()).all(-1) if self.sync_free else None
-        if self._whole is not None:
+        if self._whole is not None:  # non-finite actions found on the device (TaskCore.step's bad)
+            bad = ~torch.isfinite(action.detach()).all(-1)
             self.state, obs, reward, term, trunc, info = self._whole(self.state, action, bad)
             return obs, reward, term, trunc, info
-        state, obs, reward, term, trunc, info = self._step(self.state, action, bad=bad)
+        state, obs, reward, term, trunc, info = self._step(self.state, action)
         done = term | trunc
         info["final_obs"] = obs
-        if self.sync_free:
-            state, obs = self.core.restart_finished(state, obs, done)
-        elif bool(done.any()):
+        if bool(done.any()):
             state = self.core.reset_rows(state, done)
             obs = torch.where(done[:, None], self.core.observe(state), obs)
         self.state = state
