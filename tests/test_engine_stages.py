@@ -13,17 +13,16 @@ import torch
 from dyn4_gym import _rng
 from dyn4_gym.engine import numba_plant as npl
 from dyn4_gym.engine import numba_stages as ns
-from dyn4_gym.engine.numba_plant import DW, N_SCRATCH, W_
+from dyn4_gym.engine.numba_plant import DW, N_SCRATCH, SD, STAGE_WRITES, W_
 from dyn4_gym.envs.config import EnvConfig
 from dyn4_gym.envs.core import TaskCore
 from dyn4_gym.envs.course import project
 from dyn4_gym.model.books import BOOK_LINES
 from dyn4_gym.model.constants import LOCKED
-from dyn4_gym.model.state import DYN4 as S
+from dyn4_gym.model.state import DYN4 as S, N_DYN4
 from dyn4_gym.plant import HUMVEE, dyn4_params
-from dyn4_gym.plant.corners import ackermann, forces_at, grade_force, ground_under, wheel_points
-from dyn4_gym.plant.dyn4 import _vertical, drive_work, dyn4_drive_step, dyn4_step, pose_step, step_normal
-from dyn4_gym.plant.energy import step_books
+from dyn4_gym.plant.corners import forces_at, grade_force, ground_under
+from dyn4_gym.plant.dyn4 import _vertical, dyn4_drive_step, dyn4_step, pose_step, step_normal
 from dyn4_gym.plant.planar import clamp_inputs, lag, planar_step
 
 D = torch.float64
@@ -60,147 +59,151 @@ def case():
     return dict(x=x, u=u, drive=drive, g=st.terrain, T=npl.pack_terrain(st.terrain, B))
 
 
-def _W(f, pl=None, hg1=None):
-    """The kernels' per-wheel scratch ``(B, N_SCRATCH, 4)`` filled from the torch stages' outputs."""
-    W = np.zeros((B, N_SCRATCH, 4))
-    rows = {W_.MU: f.ground.mu, W_.HG: f.ground.h, W_.SBX: f.ground.bx, W_.SBY: f.ground.by, W_.RATE: f.rate,
-            W_.HDOT: f.hdot, W_.SPRING: f.spring, W_.FZ: f.Fz, W_.FX: f.Fx, W_.DP: f.D, W_.LOCK: f.lock,
-            W_.LIMIT: f.limit, W_.KLAT: f.k_lat}
-    if pl is not None:
-        rows.update({W_.COSD: pl.cosd, W_.SIND: pl.sind, W_.G0: pl.gv[0], W_.G1: pl.gv[1], W_.G2: pl.gv[2],
-                     W_.N0: pl.nv[0], W_.N1: pl.nv[1], W_.N2: pl.nv[2], W_.SEC: pl.S, W_.FY0: pl.Fy0, W_.FY: pl.Fy})
-    if hg1 is not None:
-        rows[W_.HG1] = hg1
-    for k, v in rows.items():
-        W[:, k, :] = torch.broadcast_to(v, (B, 4)).numpy()
-    return W
-
-
 def _params(grade, damper):
     return dyn4_params(HUMVEE, dtype=D, grade_force=grade, damper=damper)
 
 
-@pytest.mark.parametrize("grade,damper", [(False, "passive"), (True, "passive"), (True, "skyhook")])
-def test_each_substep_stage_equals_torch(case, grade, damper):
-    x, u, g, T = case["x"], case["u"], case["g"], case["T"]
-    p = _params(grade, damper)
-    P, _, passive = npl.pack_params(p)
-    hdt = 0.01
-    slopes = passive or grade
-    # 1. lags
+def _blocks(case, p, hdt, drive=None):
+    """Every field of one substep's blocks from the torch stages, by name: the state ``X``, the
+    next state ``Y`` (the stages' entries; the rest carried from ``X``), the per-wheel scratch
+    ``W (B, N_SCRATCH, 4)`` (W_) and the substep's data ``D (B, N_SD)`` (SD); ``drive``: the
+    powertrain's ``(F_drive, F_brake)`` [N] (the driven substep). Also returns torch's step
+    ``x -> x1`` with its books (and DriveWork, driven) and the forces ``f``."""
+    x, u, g = case["x"], case["u"], case["g"]
     d_cmd, a_cmd = clamp_inputs(u, p)
-    delta, a = lag(x[:, S.DELTA], d_cmd, p.tau_steer, hdt), lag(x[:, S.A], a_cmd, p.tau_drive, hdt)
-    _close("lags", ns.lags(x.numpy(), u.numpy(), P, hdt), torch.stack((delta, a), -1))
-    # 2. the ground under the wheels
-    gu = ground_under(x, p, g, slopes=slopes)
-    W0 = np.zeros((B, N_SCRATCH, 4))
-    W2 = ns.ground_under(x.numpy(), P, slopes, T, W0)
-    for row, ref in ((W_.MU, gu.mu), (W_.HG, gu.h), (W_.SBX, gu.bx), (W_.SBY, gu.by)):
-        _close(f"ground_under ({row.name})", W2[:, row], ref)
-    # 3. loads, then the longitudinal forces, then the frames: each from torch's previous stage
-    f = forces_at(x, delta, a, p, g)
-    W3 = ns.loads(x.numpy(), P, passive, _W(f))
-    for row, ref in ((W_.RATE, f.rate), (W_.HDOT, f.hdot), (W_.SPRING, f.spring), (W_.FZ, f.Fz)):
-        _close(f"loads ({row.name})", W3[:, row], ref)
-    zero_fd = np.zeros((B, 2))
-    Wf = ns.frames(delta.numpy(), P, _W(f))
-    braking = (a < 0) & (f.lock.min(-1).values < LOCKED)
-    f_grade = grade_force(p, step_normal(f, p, hdt), f.ground) if grade else None
+    delta = lag(x[:, S.DELTA], d_cmd, p.tau_steer, hdt)
+    if drive is None:
+        a = lag(x[:, S.A], a_cmd, p.tau_drive, hdt)
+        braking_cmd = a < 0
+        fd = torch.zeros(B, 2, dtype=D)
+    else:
+        a = (drive[:, 0] - torch.sign(x[:, S.VX]) * drive[:, 1]) / p.m
+        braking_cmd = drive[:, 1] > drive[:, 0].abs()
+        fd = drive
+    f = forces_at(x, delta, a, p, g, drive=drive)
+    braking = braking_cmd & (f.lock.min(-1).values < LOCKED)
+    f_grade = grade_force(p, step_normal(f, p, hdt), f.ground) if p.grade_force else None
     ext = torch.zeros(B, 3, dtype=D) if f_grade is None else torch.stack(f_grade, -1)
-    pl = planar_step(x[:, S.VX], x[:, S.VY], x[:, S.R], f.delta_w, f.Fx, f.D, p, hdt, braking=braking,
-                     f_ext=None if f_grade is None else f_grade, sliding=(f.lock, f.limit, f.k_lat))
-    assert bool((f.lock == 1).any()) and bool(((f.lock > 0) & (f.lock < 1)).any())  # locked and locking wheels
-    W4 = ns.longitudinal(x.numpy(), a.numpy(), P, False, zero_fd, _W(f, pl))  # on the wheel frames
-    for row, ref in ((W_.FX, f.Fx), (W_.DP, f.D), (W_.LOCK, f.lock), (W_.LIMIT, f.limit)):
-        _close(f"longitudinal ({row.name})", W4[:, row], ref)
-    _close("longitudinal (KLAT)", W4[:, W_.KLAT], torch.broadcast_to(f.k_lat, (B, 4)))
-    _close("frames (delta_w)", np.arctan2(Wf[:, W_.SIND], Wf[:, W_.COSD]), ackermann(delta, p))
-    for row, ref in ((W_.G0, pl.gv[0]), (W_.G1, pl.gv[1]), (W_.G2, pl.gv[2]), (W_.N0, pl.nv[0]), (W_.N1, pl.nv[1]),
-                     (W_.N2, pl.nv[2])):
-        _close(f"frames ({row.name})", Wf[:, row], torch.broadcast_to(ref, (B, 4)))
-    # stages 2-3 together, as the substep calls them
-    Wall = ns.forces(x.numpy(), delta.numpy(), a.numpy(), P, grade, passive, False, zero_fd, T, W0)
-    for row, ref in ((W_.FZ, f.Fz), (W_.FX, f.Fx), (W_.DP, f.D), (W_.HDOT, f.hdot)):
-        _close(f"forces ({row.name})", Wall[:, row], ref)
-    # the grade force
-    Wpl = _W(f, pl)
-    if grade:
-        _close("grade", ns.grade(P, passive, hdt, Wpl), ext)
-    # 4-5. the in-plane step from torch's forces and frames
-    out, Wp = ns.planar(x.numpy(), P, hdt, braking.numpy(), ext.numpy(), _W(f, pl), 1.0)
-    _close("planar (twist)", out[:, :3], torch.stack((pl.vx, pl.vy, pl.r), -1))
-    _close("planar (vx_free, drag)", out[:, 3:], torch.stack((pl.vx_free, pl.drag), -1))
-    for row, ref in ((W_.SEC, pl.S), (W_.FY0, pl.Fy0), (W_.FY, pl.Fy)):
-        _close(f"planar ({row.name})", Wp[:, row], ref)
-    # 6. vertical
+    pl = planar_step(x[:, S.VX], x[:, S.VY], x[:, S.R], f.delta_w, f.Fx, f.D, p, hdt, braking=braking, f_ext=f_grade,
+                     sliding=(f.lock, f.limit, f.k_lat), kx=None if drive is None else p.road_share)
+    if drive is None:
+        x1, bk_ref = dyn4_step(x, u, p, g, hdt, books=True)
+        dw_ref = None
+    else:
+        x1, bk_ref, dw_ref = dyn4_drive_step(x, u[:, 0], drive, p, g, hdt, books=True)
+    gu1 = ground_under(x1, p, g, slopes=p.damper == "passive" or p.grade_force)
+    W = np.full((B, N_SCRATCH, 4), np.nan)
+    rows = {W_.MU: f.ground.mu, W_.HG: f.ground.h, W_.SBX: f.ground.bx, W_.SBY: f.ground.by, W_.RATE: f.rate,
+            W_.HDOT: f.hdot, W_.SPRING: f.spring, W_.FZ: f.Fz, W_.FX: f.Fx, W_.DP: f.D, W_.LOCK: f.lock,
+            W_.LIMIT: f.limit, W_.KLAT: torch.where(f.lock != 0, f.k_lat, 0.0),  # 0 where nothing reads it
+            W_.COSD: pl.cosd, W_.SIND: pl.sind, W_.G0: pl.gv[0], W_.G1: pl.gv[1], W_.G2: pl.gv[2],
+            W_.N0: pl.nv[0], W_.N1: pl.nv[1], W_.N2: pl.nv[2], W_.SEC: pl.S, W_.FY0: pl.Fy0, W_.FY: pl.Fy,
+            W_.MU1: gu1.mu, W_.HG1: gu1.h, W_.SBX1: gu1.bx, W_.SBY1: gu1.by}
+    assert set(rows) == set(W_)
+    for k, v in rows.items():
+        W[:, k, :] = torch.broadcast_to(v, (B, 4)).numpy()
+    data = {SD.D_IN: u[:, 0], SD.A_IN: u[:, 1], SD.FE0: 0.0, SD.FE1: 0.0, SD.FE2: 0.0, SD.FD: fd[:, 0],
+            SD.FB: fd[:, 1], SD.DELTA: delta, SD.A: a, SD.BRAKING: braking_cmd.to(D), SD.FZ_SUM: f.Fz.sum(-1),
+            SD.SGN: torch.sign(x[:, S.VX]), SD.GR0: ext[:, 0], SD.GR1: ext[:, 1], SD.GR2: ext[:, 2], SD.VX1: pl.vx,
+            SD.VY1: pl.vy, SD.R1: pl.r, SD.VX_FREE: pl.vx_free, SD.DRAG: pl.drag, SD.STEER: 0.0,
+            SD.THROTTLE: 0.0, SD.BRAKE: 0.0, SD.DIRECTION: 1.0}
+    assert set(data) == set(SD)
+    Dd = np.empty((B, len(SD)))
+    for k, v in data.items():
+        Dd[:, k] = torch.as_tensor(v, dtype=D).expand(B).numpy()
     fx_b = (f.Fx * pl.cosd - pl.Fy * pl.sind).sum(-1)
     fy_b = (f.Fx * pl.sind + pl.Fy * pl.cosd).sum(-1)
     q1, qd1 = _vertical(x[:, S.Z:S.THETA + 1], x[:, S.ZD:S.THETAD + 1], fx_b, fy_b, f, p, hdt)
-    Y = ns.vertical(x.numpy(), P, hdt, Wpl)
-    _close("vertical", Y[:, S.Z:S.THETAD + 1], torch.cat((q1, qd1), -1))
-    # 7. pose
-    Yp = ns.pose(x.numpy(), hdt, torch.stack((pl.vx, pl.vy, pl.r), -1).numpy(), torch.stack((delta, a), -1).numpy())
-    _close("pose", Yp[:, :3], torch.stack(pose_step(x, pl.vx, pl.vy, pl.r, hdt), -1))
-    # the books of torch's own step x -> x1, from torch's forces
-    x1, bk_ref = dyn4_step(x, u, p, g, hdt, books=True)
-    hg1 = g(wheel_points(x1[:, S.X], x1[:, S.Y], x1[:, S.PSI], p))[1]
-    FZS = np.stack((f.Fz.sum(-1).numpy(), torch.sign(x[:, S.VX]).numpy()), -1)
-    bk, _, Wb = ns.books(x.numpy(), x1.numpy(), P, grade, passive, False, zero_fd, hdt,
-                     torch.stack((pl.vx_free, pl.drag), -1).numpy(), ext.numpy(), np.zeros((B, 3)), FZS, T,
-                     _W(f, pl, hg1))
+    Y = x.clone()
+    Y[:, [S.Z, S.PHI, S.THETA]], Y[:, [S.ZD, S.PHID, S.THETAD]] = q1, qd1
+    Y[:, [S.X, S.Y, S.PSI]] = torch.stack(pose_step(x, pl.vx, pl.vy, pl.r, hdt), -1)
+    Y[:, [S.VX, S.VY, S.R, S.DELTA, S.A]] = torch.stack((pl.vx, pl.vy, pl.r, delta, a), -1)
+    return dict(X=x.numpy(), Y=Y.numpy(), W=W, D=Dd, x1=x1, books=bk_ref, dw=dw_ref, f=f)
+
+
+def _field_masks(*names):
+    """Boolean masks over ``Y (B, n)``, ``W (B, N_SCRATCH, 4)`` and ``D (B, N_SD)`` of the fields
+    the stages ``names`` write (numba_plant.STAGE_WRITES)."""
+    my, mw, md = np.zeros(N_DYN4, bool), np.zeros(N_SCRATCH, bool), np.zeros(len(SD), bool)
+    for name in names:
+        for mask, enum, block in ((my, S, "y"), (mw, W_, "W"), (md, SD, "D")):
+            for field in STAGE_WRITES[name].get(block, ()):
+                mask[enum[field]] = True
+    return my, mw, md
+
+
+FORCES = ("loads", "frames", "longitudinal")  # stage 3 as the substep calls it (numba_plant.forces_row)
+
+
+def _check_stage(name, blocks, packed, hdt, drv, T, tag=""):
+    """Run the stage ``name`` with its own outputs NaN and every other field torch's: the outputs it
+    declares are written and equal torch's; every other field is left exactly as it was."""
+    P, grade, passive = packed
+    my, mw, md = _field_masks(*(FORCES if name == "forces" else (name,)))
+    Y0, W0, D0 = blocks["Y"].copy(), blocks["W"].copy(), blocks["D"].copy()
+    Y0[:, my], W0[:, mw], D0[:, md] = np.nan, np.nan, np.nan
+    if name == "forces":
+        Y, W, Dd = ns.forces(P, T, hdt, grade, passive, drv, blocks["X"], Y0, W0, D0)
+    else:
+        Y, W, Dd = ns.stage(name, P, T, hdt, grade, passive, drv, blocks["X"], Y0, W0, D0)
+    for got, ref, before, mask, enum, block in ((Y, blocks["Y"], Y0, my, S, "y"), (W, blocks["W"], W0, mw, W_, "W"),
+                                                (Dd, blocks["D"], D0, md, SD, "D")):
+        for k in np.flatnonzero(mask):
+            _close(f"{name}{tag} ({block}.{enum(k).name})", got[:, k], ref[:, k])
+        np.testing.assert_array_equal(got[:, ~mask], before[:, ~mask],
+                                      err_msg=f"stage {name}{tag} wrote a {block} field it does not own")
+
+
+@pytest.mark.parametrize("grade,damper", [(False, "passive"), (True, "passive"), (True, "skyhook"), (False, "skyhook")])
+def test_each_substep_stage_equals_torch(case, grade, damper):
+    """Each stage of the kernel's substep (numba_plant, ``stage(m, x, y, W, D)``) fed torch's fields,
+    its own outputs NaN: every output written and equal to torch's stage, nothing else touched."""
+    p = _params(grade, damper)
+    packed, hdt, T = npl.pack_params(p), 0.01, case["T"]
+    blocks = _blocks(case, p, hdt)
+    f = blocks["f"]
+    assert bool((f.lock == 1).any()) and bool(((f.lock > 0) & (f.lock < 1)).any())  # locked and locking wheels
+    for name in ("ground", "lags", "loads", "frames", "longitudinal", "forces", "grade", "planar", "vertical", "pose"):
+        _check_stage(name, blocks, packed, hdt, False, T)
+    _check_books(blocks, packed, hdt, False, T)
+
+
+def _check_books(blocks, packed, hdt, drv, T):
+    """The books of torch's own step ``x -> x1`` from torch's forces and data: every line (and,
+    driven, the DriveWork) equal torch's; the ground at the step's end in ``W[MU1..SBY1]``; no
+    other field of ``W`` touched."""
+    P, grade, passive = packed
+    _, mw, _ = _field_masks("books")
+    W0 = blocks["W"].copy()
+    W0[:, mw] = np.nan
+    bk, dw, Wb = ns.books(P, T, hdt, grade, passive, drv, blocks["X"], blocks["x1"].numpy(), W0, blocks["D"])
+    bk_ref = blocks["books"]
     scale = np.abs(bk_ref.dH.numpy()) + np.abs(bk_ref.supplied.numpy()) + 1.0
     for j, name in enumerate(BOOK_LINES):
         err = np.max(np.abs(bk[:, j] - getattr(bk_ref, name).numpy()) / scale)
         assert err < 1e-9, f"stage books ({name}): {err:.3g}"
-    # the ground the books sample at the step's end is the next substep's (advance_ground)
-    gu1 = ground_under(x1, p, g, slopes=slopes)
-    for row, ref in ((W_.MU1, gu1.mu), (W_.HG1, gu1.h), (W_.SBX1, gu1.bx), (W_.SBY1, gu1.by)):
-        _close(f"books' end ground ({row.name})", Wb[:, row], ref)
-    ref_books = step_books(x, x1, f, pl, f_grade, p, g, hdt)
-    np.testing.assert_allclose(bk_ref.residual.numpy(), ref_books.residual.numpy(), rtol=0, atol=1e-12)
+    for k in np.flatnonzero(mw):  # the ground the books sample at the step's end is the next substep's
+        _close(f"books' end ground ({W_(k).name})", Wb[:, k], blocks["W"][:, k])
+    np.testing.assert_array_equal(Wb[:, ~mw], W0[:, ~mw], err_msg="the books wrote a W field they do not own")
+    if drv:
+        ref = blocks["dw"]
+        scale = np.abs(ref.drive.numpy()) + np.abs(ref.brakes.numpy()) + 1.0
+        for k, name in ((DW.DRIVE, "drive"), (DW.BRAKES, "brakes"), (DW.WHEELSPIN, "wheelspin")):
+            err = np.max(np.abs(dw[:, k] - getattr(ref, name).numpy()) / scale)
+            assert err < 1e-9, f"stage drive work ({name}): {err:.3g}"
+        _close("drive work (v_drive)", dw[:, DW.V_DRIVE], ref.v_drive)
 
 
 def test_driven_stages_equal_torch(case):
-    """The powertrain-driven variants: forces from ``(F_drive, F_brake)`` and their DriveWork."""
-    x, drive, g, T = case["x"], case["drive"], case["g"], case["T"]
+    """The powertrain-driven substep (``m.drv``: forces from the powertrain's ``D[FD, FB]``), stage by
+    stage as above, and its DriveWork."""
     p = _params(True, "passive")
-    P, _, passive = npl.pack_params(p)
-    hdt = 0.01
-    steer = case["u"][:, 0]
-    d_cmd = torch.minimum(torch.maximum(steer, -p.delta_max), p.delta_max)
-    delta = lag(x[:, S.DELTA], d_cmd, p.tau_steer, hdt)
-    a = (drive[:, 0] - torch.sign(x[:, S.VX]) * drive[:, 1]) / p.m
-    f = forces_at(x, delta, a, p, g, drive=drive)
-    x1, bk_ref, dw_ref = dyn4_drive_step(x, steer, drive, p, g, hdt, books=True)
-    braking = (drive[:, 1] > drive[:, 0].abs()) & (f.lock.min(-1).values < LOCKED)
-    f_grade = grade_force(p, step_normal(f, p, hdt), f.ground)
-    pl = planar_step(x[:, S.VX], x[:, S.VY], x[:, S.R], f.delta_w, f.Fx, f.D, p, hdt, braking=braking, f_ext=f_grade,
-                     sliding=(f.lock, f.limit, f.k_lat), kx=p.road_share)
-    assert bool((f.lock > 0).any()) and float(p.m_rot) > 0  # the rotating parts are in
-    # the in-plane step with the rotating parts on vx (planar_row's kx)
-    out, _ = ns.planar(x.numpy(), P, hdt, braking.numpy(), torch.stack(f_grade, -1).numpy(), _W(f, pl),
-                       float(p.road_share))
-    _close("planar driven (twist)", out[:, :3], torch.stack((pl.vx, pl.vy, pl.r), -1))
-    _close("planar driven (vx_free, drag)", out[:, 3:], torch.stack((pl.vx_free, pl.drag), -1))
-    W4 = ns.longitudinal(x.numpy(), a.numpy(), P, True, drive.numpy(), _W(f, pl))
-    for row, ref in ((W_.FX, f.Fx), (W_.DP, f.D), (W_.LOCK, f.lock)):
-        _close(f"longitudinal driven ({row.name})", W4[:, row], ref)
-    hg1 = g(wheel_points(x1[:, S.X], x1[:, S.Y], x1[:, S.PSI], p))[1]
-    FZS = np.stack((f.Fz.sum(-1).numpy(), torch.sign(x[:, S.VX]).numpy()), -1)
-    bk, dw, _ = ns.books(x.numpy(), x1.numpy(), P, True, passive, True, drive.numpy(), hdt,
-                     torch.stack((pl.vx_free, pl.drag), -1).numpy(), torch.stack(f_grade, -1).numpy(),
-                     np.zeros((B, 3)), FZS, T, _W(f, pl, hg1))
-    ref = drive_work(x, x1, f, pl, drive, p, hdt)
-    scale = np.abs(ref.drive.numpy()) + np.abs(ref.brakes.numpy()) + 1.0
-    for k, name in ((DW.DRIVE, "drive"), (DW.BRAKES, "brakes"), (DW.WHEELSPIN, "wheelspin")):
-        err = np.max(np.abs(dw[:, k] - getattr(ref, name).numpy()) / scale)
-        assert err < 1e-9, f"stage drive work ({name}): {err:.3g}"
-    _close("drive work (v_drive)", dw[:, DW.V_DRIVE], ref.v_drive)
-    scale = np.abs(bk_ref.dH.numpy()) + np.abs(bk_ref.supplied.numpy()) + 1.0
-    for j, name in enumerate(BOOK_LINES):  # with the rotating parts' energy (driven books)
-        err = np.max(np.abs(bk[:, j] - getattr(bk_ref, name).numpy()) / scale)
-        assert err < 1e-9, f"stage driven books ({name}): {err:.3g}"
-    assert dw_ref.drive.shape == (B,)
+    packed, hdt, T = npl.pack_params(p), 0.01, case["T"]
+    blocks = _blocks(case, p, hdt, drive=case["drive"])
+    assert bool((blocks["f"].lock > 0).any()) and float(p.m_rot) > 0  # the rotating parts are in
+    for name in ("lags", "loads", "frames", "longitudinal", "grade", "planar", "vertical", "pose"):
+        _check_stage(name, blocks, packed, hdt, True, T, " driven")
+    _check_books(blocks, packed, hdt, True, T)
 
 
 def test_task_stages_equal_torch(case):

@@ -46,3 +46,42 @@ def test_the_empty_state_and_the_blocks_follow_the_schema(action):
     for name, v in zip(TASK_CONSTS, task.block):
         assert v is getattr(task, name), name  # bound, not copied: in-place changes reach the kernels
         assert not isinstance(v, tuple), name  # flat: Numba's parallel loops refuse a tuple inside a tuple
+
+
+def _functions(folder):
+    import ast
+    import pathlib
+
+    import dyn4_gym
+
+    for path in sorted((pathlib.Path(dyn4_gym.__file__).parent / folder).glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                a = node.args
+                yield f"{folder}/{path.name}:{node.name}", [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+
+
+def test_no_kernel_function_takes_more_than_twelve_parameters():
+    """Issue 49 (step 2): the kernels pass named blocks (the substep's ``m``, ``W``, ``D``; the
+    task's bound state block), not argument lists; the widest was 29."""
+    wide = {name: len(args) for name, args in _functions("engine") if len(args) > 12}
+    assert not wide, wide
+
+
+def test_every_substep_stage_has_one_signature():
+    """MJX-style: every stage of the kernel's substep is ``stage(m, x, y, W, D)`` (the books add their
+    lines), and every stage the schema names declares what it writes."""
+    from dyn4_gym.engine import numba_plant as npl
+    from dyn4_gym.engine.numba_stages import STAGES
+
+    args = dict(_functions("engine"))
+    for name, fn in STAGES.items():
+        assert args[f"engine/numba_plant.py:{fn.py_func.__name__}"] == ["m", "x", "y", "W", "D"], name
+    assert args["engine/numba_plant.py:forces_row"] == ["m", "x", "y", "W", "D"]
+    assert args["engine/numba_plant.py:substep_row"] == ["m", "x", "y", "W", "D", "bk", "dwork"]
+    assert args["engine/numba_plant.py:books_row"] == ["m", "x", "y", "W", "D", "bk", "dwork"]
+    assert set(npl.STAGE_WRITES) == set(STAGES) | {"books"}
+    for stage, blocks in npl.STAGE_WRITES.items():  # every declared field exists in its block
+        for block, fields in blocks.items():
+            enum = {"W": npl.W_, "D": npl.SD, "y": npl.S}[block]
+            assert all(f in enum.__members__ for f in fields), (stage, block, fields)

@@ -17,6 +17,7 @@ import dataclasses
 import math
 import re
 import types
+from collections import namedtuple
 
 import numpy as np
 
@@ -33,7 +34,8 @@ from ..model.packed import (N_PARAMS, PARAM_NAMES, PK, TERRAIN_FIELDS, TK_BASE_M
                             TK_WAVE_KY, TK_WAVE_PHASE, WHEEL_PARAM_NAMES)
 from ..model.state import DYN4 as S, N_DYN4
 
-__all__ = ["pack_params", "unpack_params", "pack_terrain", "rough_ground", "dyn4_step_np", "substep_row", "W_", "N_SCRATCH", "DW", "N_DW"]
+__all__ = ["pack_params", "unpack_params", "pack_terrain", "rough_ground", "dyn4_step_np", "substep_row", "Substep", "W_",
+           "N_SCRATCH", "SD", "N_SD", "DW", "N_DW", "STAGE_WRITES"]
 
 
 def pack_params(p) -> tuple:
@@ -276,6 +278,63 @@ class DW(IntEnum):
 N_DW = len(DW)
 
 
+class SD(IntEnum):
+    """Entries of one substep's data ``D (N_SD,)``, MJX's ``d`` beside the per-wheel ``W``: the
+    inputs the caller writes, then what each stage hands the next (:data:`STAGE_WRITES`)."""
+
+    D_IN = 0  # [rad] steer command (the caller's)
+    A_IN = 1  # [m/s^2] acceleration command (the caller's; undriven)
+    FE0 = 2  # external port (Fx [N], Fy [N], Mz [N m]), body frame (the caller's)
+    FE1 = 3
+    FE2 = 4
+    FD = 5  # [N] the powertrain's drive and brake forces at the patches (driven; the powertrain's)
+    FB = 6
+    DELTA = 7  # [rad] lagged steer (lags)
+    A = 8  # [m/s^2] lagged (or driven) acceleration (lags)
+    BRAKING = 9  # 1 where the command brakes (lags); the clamp also needs a rolling wheel (planar)
+    FZ_SUM = 10  # [N] sum of the loads (longitudinal)
+    SGN = 11  # sign(vx) (longitudinal)
+    GR0 = 12  # grade force (Fx [N], Fy [N], Mz [N m]) (grade)
+    GR1 = 13
+    GR2 = 14
+    VX1 = 15  # [m/s, m/s, rad/s] the new twist (planar)
+    VY1 = 16
+    R1 = 17
+    VX_FREE = 18  # [m/s] vx before the speed clamp (planar)
+    DRAG = 19  # [N] drag and rolling resistance (planar)
+    STEER = 20  # the driver's commands through a powertrain (the caller's; numba_powertrain.drive_substep_row):
+    THROTTLE = 21  # steer -1..1, throttle 0..1, brake 0..1, direction (-1: reverse)
+    BRAKE = 22
+    DIRECTION = 23
+
+
+N_SD = len(SD)
+
+Substep = namedtuple("Substep", "b P T hdt grade passive drv books")
+Substep.__doc__ = """One substep's constants, MJX's ``m``: the row ``b`` (its ground's row in
+``T``), its packed parameters ``P`` (:func:`pack_params`), the packed ground ``T``
+(:func:`pack_terrain`), the step ``hdt`` [s], the grade force and passive-damper flags, ``drv``
+(driven by a powertrain's ``SD.FD, SD.FB`` instead of ``SD.A_IN``) and ``books`` (write the books).
+Every stage of the substep is ``stage(m, x, y, W, D)``: the state ``x (N_DYN4,)`` (read), the next
+state ``y``, the per-wheel scratch ``W`` (:class:`W_`) and the substep's data ``D`` (:class:`SD`);
+each writes only its own fields (:data:`STAGE_WRITES`). The books stage also writes the lines."""
+
+# what each stage of the substep writes, by block and name (the stage tests fill everything else
+# with NaN and check it is left alone); the state entries by their names in model.state.DYN4
+STAGE_WRITES = {
+    "ground": {"W": ("MU", "HG", "SBX", "SBY")},
+    "lags": {"D": ("DELTA", "A", "BRAKING")},
+    "loads": {"W": ("RATE", "HDOT", "SPRING", "FZ")},
+    "frames": {"W": ("COSD", "SIND", "G0", "G1", "G2", "N0", "N1", "N2")},
+    "longitudinal": {"W": ("FX", "DP", "LOCK", "LIMIT", "KLAT"), "D": ("FZ_SUM", "SGN")},
+    "grade": {"D": ("GR0", "GR1", "GR2")},
+    "planar": {"W": ("SEC", "FY0", "FY"), "D": ("VX1", "VY1", "R1", "VX_FREE", "DRAG")},
+    "vertical": {"y": ("Z", "PHI", "THETA", "ZD", "PHID", "THETAD")},
+    "pose": {"y": ("X", "Y", "PSI", "VX", "VY", "R", "DELTA", "A")},
+    "books": {"W": ("MU1", "HG1", "SBX1", "SBY1")},  # and the books' lines and DriveWork, every one
+}
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def road_share(P, drv):
     """``Dyn4Params.road_share`` when driven by a powertrain (``drv``), else 1: the acceleration
@@ -285,11 +344,20 @@ def road_share(P, drv):
 
 # --------------------------------------------------------------- stage 1: lags (planar.lag, clamp_inputs)
 @njit(cache=True, error_model="numpy", inline="always")
-def lags_row(x, d_in, a_in, P, hdt):
-    """The clamped commands through the exact first-order lags: ``(delta, a)``."""
-    d_cmd = min(max(d_in, -P[PK.DELTA_MAX]), P[PK.DELTA_MAX])
-    a_cmd = min(max(a_in, -P[PK.A_BRAKE]), P[PK.A_DRIVE])
-    return lag(x[S.DELTA], d_cmd, P[PK.TAU_STEER], hdt), lag(x[S.A], a_cmd, P[PK.TAU_DRIVE], hdt)
+def lags_row(m, x, y, W, D):
+    """The clamped commands through the exact first-order lags into ``D[DELTA, A, BRAKING]``;
+    driven (``m.drv``), the steer lags as in dyn4_step and the acceleration is the powertrain's
+    ``D[FD, FB]``, recorded as a command (dyn4.dyn4_drive_step)."""
+    P, hdt = m.P, m.hdt
+    D[SD.DELTA] = lag(x[S.DELTA], min(max(D[SD.D_IN], -P[PK.DELTA_MAX]), P[PK.DELTA_MAX]), P[PK.TAU_STEER], hdt)
+    if m.drv:
+        fd, fb = D[SD.FD], D[SD.FB]
+        D[SD.A] = (fd - _sign(x[S.VX]) * fb) / P[PK.M]
+        D[SD.BRAKING] = 1.0 if fb > abs(fd) else 0.0
+    else:
+        a = lag(x[S.A], min(max(D[SD.A_IN], -P[PK.A_BRAKE]), P[PK.A_DRIVE]), P[PK.TAU_DRIVE], hdt)
+        D[SD.A] = a
+        D[SD.BRAKING] = 1.0 if a < 0 else 0.0
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -329,6 +397,13 @@ def ground_under_row(b, Xp, Yp, psi, P, slopes, T, W, row=W_.MU):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def ground_row(m, x, y, W, D):
+    """Stage 2 as a stage: the ground under the wheels at ``x``'s pose into ``W[MU..SBY]`` (the
+    slopes where the passive dampers or the grade force need them)."""
+    ground_under_row(m.b, x[S.X], x[S.Y], x[S.PSI], m.P, m.passive or m.grade, m.T, W)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def advance_ground(W):
     """Hand the ground the books sampled at the step's end (``W[MU1..SBY1]``) to the next substep
     or the observation (``W[MU..SBY]``): the same points, so the same values as sampling again."""
@@ -339,8 +414,9 @@ def advance_ground(W):
 
 # ------------------------------------------------- stage 3: loads, friction, forces (corners.forces_at)
 @njit(cache=True, error_model="numpy", inline="always")
-def loads_row(x, P, passive, W):
+def loads_row(m, x, y, W, D):
     """Corner rates, ground rates, spring forces and floored loads into ``W[RATE, HDOT, SPRING, FZ]``."""
+    P, passive = m.P, m.passive
     vx, vy, r = x[S.VX], x[S.VY], x[S.R]
     for i in range(4):
         xw, yw, Fz0 = P[PK.X_W + i], P[PK.Y_W + i], P[PK.FZ0 + i]
@@ -352,20 +428,22 @@ def loads_row(x, P, passive, W):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def longitudinal_row(x, a, P, drv, fd, fb, W):
+def longitudinal_row(m, x, y, W, D):
     """Load-sensitive friction, the longitudinal forces, the lateral peaks and the locked wheels
-    into ``W[FX, DP, LOCK, LIMIT, KLAT]`` (tire.longitudinal_forces, or tire.driven_forces with a
-    powertrain's ``(fd, fb)`` [N], then corners.forces_at's sliding share), on the wheel frames
-    ``W[G0..N2]``. Returns ``(sum of loads, sign(vx))``."""
+    into ``W[FX, DP, LOCK, LIMIT, KLAT]`` (tire.longitudinal_forces at ``D[A]``, or, driven,
+    tire.driven_forces with the powertrain's ``D[FD, FB]`` [N]; then corners.forces_at's sliding
+    share), on the wheel frames ``W[G0..N2]``; the sum of loads and ``sign(vx)`` into
+    ``D[FZ_SUM, SGN]``. ``KLAT`` is 0 on a wheel with ``LOCK`` 0 (nothing reads it there)."""
+    P, drv, a, fd, fb = m.P, m.drv, D[SD.A], D[SD.FD], D[SD.FB]
     vx, vy, r = x[S.VX], x[S.VY], x[S.R]
     sgn = _sign(vx)
-    m = P[PK.M]
+    mass = P[PK.M]
     kx = road_share(P, drv)
     fz_sum = W[W_.FZ, 0] + W[W_.FZ, 1] + W[W_.FZ, 2] + W[W_.FZ, 3]
     if a >= 0:
-        total = m * a / (1.0 + (m * a * vx / P[PK.POWER]) ** 4) ** 0.25
+        total = mass * a / (1.0 + (mass * a * vx / P[PK.POWER]) ** 4) ** 0.25
     else:
-        total = m * a * sgn
+        total = mass * a * sgn
     s = min(max((a + A_BLEND) / (2 * A_BLEND), 0.0), 1.0)
     s = s * s * (3.0 - 2.0 * s)
     for i in range(4):
@@ -380,10 +458,11 @@ def longitudinal_row(x, a, P, drv, fd, fb, W):
         else:
             share = sl + s * (share_d - sl)
             fx = _softcap(total * share, limit)
-            demand = (m * max(-a, 0.0)) * share
+            demand = (mass * max(-a, 0.0)) * share
         W[W_.DP, i] = limit * _ellipse((fx / limit) ** 2)
         lk = min(max((demand / limit - 1.0) / LOCK_WIDTH, 0.0), 1.0)
         lam = lk * lk * (3.0 - 2.0 * lk)
+        W[W_.KLAT, i] = 0.0
         if lam != 0.0:  # the locked share slides against the patch's velocity (at lam = 0 torch's blend is fx)
             ba = P[PK.B + i] * SLIDE_ANGLE  # tire.slide_friction
             k_lat = math.sin(P[PK.C + i] * math.atan(ba - P[PK.E + i] * (ba - math.atan(ba))))
@@ -392,13 +471,14 @@ def longitudinal_row(x, a, P, drv, fd, fb, W):
             fx = (1.0 - lam) * fx - lam * (_sliding_secant(u0, w0, limit, k_lat, P[PK.V_LAT]) * u0)
             W[W_.KLAT, i] = k_lat  # read by the secants only where lam != 0
         W[W_.FX, i], W[W_.LOCK, i], W[W_.LIMIT, i] = fx, lam, limit
-    return fz_sum, sgn
+    D[SD.FZ_SUM], D[SD.SGN] = fz_sum, sgn
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def frames_row(delta, P, W):
-    """Ackermann's per-wheel steer (corners.ackermann) and the wheel frames (planar.wheel_frames)
-    into ``W[COSD, SIND, G0..G2, N0..N2]``."""
+def frames_row(m, x, y, W, D):
+    """Ackermann's per-wheel steer at ``D[DELTA]`` (corners.ackermann) and the wheel frames
+    (planar.wheel_frames) into ``W[COSD, SIND, G0..G2, N0..N2]``."""
+    P, delta = m.P, D[SD.DELTA]
     L = P[PK.L]
     for i in range(4):
         xw, yw = P[PK.X_W + i], P[PK.Y_W + i]
@@ -410,19 +490,21 @@ def frames_row(delta, P, W):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def forces_row(x, delta, a, P, passive, drv, fd, fb, W):
+def forces_row(m, x, y, W, D):
     """Stage 3 (corners.forces_at) and the wheel frames, on the ground ``W[MU..SBY]`` holds at
-    ``x``'s pose (stage 2, :func:`ground_under_row`); returns ``(sum of loads, sign(vx))``."""
-    loads_row(x, P, passive, W)
-    frames_row(delta, P, W)
-    return longitudinal_row(x, a, P, drv, fd, fb, W)
+    ``x``'s pose (stage 2, :func:`ground_under_row`)."""
+    loads_row(m, x, y, W, D)
+    frames_row(m, x, y, W, D)
+    longitudinal_row(m, x, y, W, D)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def grade_row(P, passive, hdt, W):
-    """The grade force ``(fx, fy, mz)`` (corners.grade_force at dyn4.step_normal)."""
+def grade_row(m, x, y, W, D):
+    """The grade force ``(fx, fy, mz)`` (corners.grade_force at dyn4.step_normal) into ``D[GR0..GR2]``;
+    0 without ``m.grade``."""
+    P, passive, hdt = m.P, m.passive, m.hdt
     gr0 = gr1 = gr2 = 0.0
-    for i in range(4):
+    for i in range(4 if m.grade else 0):
         normal = W[W_.SPRING, i] - 0.5 * hdt * P[PK.K + i] * W[W_.RATE, i]
         if passive:
             normal = normal - P[PK.DAMP + i] * (W[W_.RATE, i] - W[W_.HDOT, i])
@@ -430,7 +512,7 @@ def grade_row(P, passive, hdt, W):
         gr0 += fxi
         gr1 += fyi
         gr2 += P[PK.X_W + i] * fyi - P[PK.Y_W + i] * fxi
-    return gr0, gr1, gr2
+    D[SD.GR0], D[SD.GR1], D[SD.GR2] = gr0, gr1, gr2
 
 
 # ---------------------------------------------------------- stages 4-5: the in-plane step (planar.planar_step)
@@ -447,11 +529,19 @@ def _secants(vx, vy, r, P, W):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def planar_row(x, P, hdt, braking, ext0, ext1, ext2, W, kx):
-    """``vx`` explicit with the speed clamp, ``(vy, r)`` implicit with the tires' secants; the
-    lateral forces into ``W[SEC, FY0, FY]``. Returns ``(vx+, vy+, r+, vx_free, drag)``. ``kx``
-    (:func:`road_share`): 1 for the acceleration command, ``m / (m + m_rot)`` driven."""
-    m, Iz = P[PK.M], P[PK.IZ]
+def planar_row(m, x, y, W, D):
+    """``vx`` explicit with the speed clamp, ``(vy, r)`` implicit with the tires' secants, under the
+    grade force and the external port (``D[GR0..GR2] + D[FE0..FE2]``); the lateral forces into
+    ``W[SEC, FY0, FY]``, ``(vx+, vy+, r+, vx_free, drag)`` into ``D[VX1, VY1, R1, VX_FREE, DRAG]``.
+    The clamp holds where ``D[BRAKING]`` and a wheel still rolls (dyn4._advance: off once every
+    wheel is LOCKED). The road share ``kx`` (:func:`road_share`): 1 for the acceleration command,
+    ``m / (m + m_rot)`` driven."""
+    P, hdt = m.P, m.hdt
+    kx = road_share(P, m.drv)
+    braking = D[SD.BRAKING] != 0.0 and min(min(W[W_.LOCK, 0], W[W_.LOCK, 1]),
+                                           min(W[W_.LOCK, 2], W[W_.LOCK, 3])) < LOCKED
+    ext0, ext1, ext2 = D[SD.GR0] + D[SD.FE0], D[SD.GR1] + D[SD.FE1], D[SD.GR2] + D[SD.FE2]
+    mass, Iz = P[PK.M], P[PK.IZ]
     vx, vy, r = x[S.VX], x[S.VY], x[S.R]
     _secants(vx, vy, r, P, W)
     fx_body = 0.0
@@ -459,7 +549,7 @@ def planar_row(x, P, hdt, braking, ext0, ext1, ext2, W, kx):
         W[W_.FY0, i] = -W[W_.SEC, i] * (W[W_.N0, i] * vx + W[W_.N1, i] * vy + W[W_.N2, i] * r)
         fx_body += W[W_.FX, i] * W[W_.G0, i] + kx * W[W_.FY0, i] * W[W_.N0, i]
     drag = P[PK.C_DRAG] * vx * abs(vx) + P[PK.F_ROLL] * math.tanh(vx / P[PK.V_ROLL])
-    vx_free = vx + hdt * ((fx_body - kx * drag + kx * ext0) / m + kx * r * vy)
+    vx_free = vx + hdt * ((fx_body - kx * drag + kx * ext0) / mass + kx * r * vy)
     vx1 = 0.0 if (braking and vx * vx_free <= 0) else vx_free
     fx_gy = ext1
     fx_gr = ext2
@@ -479,25 +569,26 @@ def planar_row(x, P, hdt, braking, ext0, ext1, ext2, W, kx):
             Cc += sec * n1 * n2
             S10 += sec * n1 * n0
             S20 += sec * n2 * n0
-        a00 = m + hdt * Pp
-        a01 = hdt * (m * vx1 + Cc)
+        a00 = mass + hdt * Pp
+        a01 = hdt * (mass * vx1 + Cc)
         a10 = hdt * Cc
         a11 = Iz + hdt * Qq
-        b0 = m * vy + hdt * (fx_gy - vx1 * S10)
+        b0 = mass * vy + hdt * (fx_gy - vx1 * S10)
         b1 = Iz * r + hdt * (fx_gr - vx1 * S20)
         det = a00 * a11 - a01 * a10
         vy1 = (a11 * b0 - a01 * b1) / det
         r1 = (a00 * b1 - a10 * b0) / det
     for i in range(4):
         W[W_.FY, i] = -W[W_.SEC, i] * (W[W_.N0, i] * vx1 + W[W_.N1, i] * vy1 + W[W_.N2, i] * r1)
-    return vx1, vy1, r1, vx_free, drag
+    D[SD.VX1], D[SD.VY1], D[SD.R1], D[SD.VX_FREE], D[SD.DRAG] = vx1, vy1, r1, vx_free, drag
 
 
 # --------------------------------------------------------------- stage 6: heave, roll, pitch (dyn4._vertical)
 @njit(cache=True, error_model="numpy", inline="always")
-def vertical_row(x, P, hdt, W, y):
+def vertical_row(m, x, y, W, D):
     """Midpoint springs, backward-Euler dampers: ``y[Z..THETAD]`` from ``x`` and the forces."""
-    m, h, Ix, Iy = P[PK.M], P[PK.H], P[PK.IX], P[PK.IY]
+    P, hdt = m.P, m.hdt
+    mass, h, Ix, Iy = P[PK.M], P[PK.H], P[PK.IX], P[PK.IY]
     fx_b = fy_b = 0.0
     for i in range(4):
         fx, fy, cd, sd = W[W_.FX, i], W[W_.FY, i], W[W_.COSD, i], W[W_.SIND, i]
@@ -512,13 +603,13 @@ def vertical_row(x, P, hdt, W, y):
         fphi += sp * P[PK.Y_W + i]
         fth -= sp * P[PK.X_W + i]
     h2 = 0.25 * hdt * hdt
-    A00 = hdt * D0 + h2 * K0 + m
+    A00 = hdt * D0 + h2 * K0 + mass
     A01 = hdt * D1 + h2 * K1
     A02 = hdt * D2 + h2 * K2
     A11 = hdt * D3 + h2 * K3 + Ix
     A12 = hdt * D4 + h2 * K4
     A22 = hdt * D5 + h2 * K5 + Iy
-    bb0 = m * x[S.ZD] + hdt * (fz - m * P[PK.G])
+    bb0 = mass * x[S.ZD] + hdt * (fz - mass * P[PK.G])
     bb1 = Ix * x[S.PHID] + hdt * (fphi + h * fy_b)
     bb2 = Iy * x[S.THETAD] + hdt * (fth - h * fx_b)
     qd0, qd1, qd2 = solve_sym3(A00, A01, A02, A11, A12, A22, bb0, bb1, bb2)
@@ -530,8 +621,10 @@ def vertical_row(x, P, hdt, W, y):
 
 # ----------------------------------------------------------------------------------- stage 7: the pose
 @njit(cache=True, error_model="numpy", inline="always")
-def pose_row(x, hdt, vx1, vy1, r1, delta, a, y):
-    """The pose from the new twist, yaw at the step's midpoint; the twist and the lags into ``y``."""
+def pose_row(m, x, y, W, D):
+    """The pose from the new twist ``D[VX1, VY1, R1]``, yaw at the step's midpoint; the twist and the
+    lags ``D[DELTA, A]`` into ``y``."""
+    hdt, vx1, vy1, r1 = m.hdt, D[SD.VX1], D[SD.VY1], D[SD.R1]
     psi = x[S.PSI]
     psi_m = psi + 0.5 * hdt * r1
     cm, sm = math.cos(psi_m), math.sin(psi_m)
@@ -539,7 +632,7 @@ def pose_row(x, hdt, vx1, vy1, r1, delta, a, y):
     y[S.Y] = x[S.Y] + hdt * (vx1 * sm + vy1 * cm)
     y[S.PSI] = psi + hdt * r1
     y[S.VX], y[S.VY], y[S.R] = vx1, vy1, r1
-    y[S.DELTA], y[S.A] = delta, a
+    y[S.DELTA], y[S.A] = D[SD.DELTA], D[SD.A]
 
 
 # ------------------------------------------------------------------- the books (energy.step_books)
@@ -615,10 +708,13 @@ def energy_row(x, P, hg, drv):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def books_row(b, x, y, P, grade, passive, drv, fd, fb, hdt, vx_free, drag, gr0, gr1, gr2, fe0, fe1, fe2, fz_sum, sgn,
-              T, W, bk, dwork):
-    """The substep's lines into ``bk`` (BOOK); driven, its DriveWork ``(drive, brakes, wheelspin,
-    v_drive)`` into ``dwork``. The ground at the step's end goes to ``W[MU1..SBY1]``."""
+def books_row(m, x, y, W, D, bk, dwork):
+    """The substep ``x -> y``'s lines into ``bk`` (BOOK), from its forces (``W``) and data (``D``);
+    driven, its DriveWork ``(drive, brakes, wheelspin, v_drive)`` into ``dwork``. The ground at the
+    step's end goes to ``W[MU1..SBY1]``."""
+    b, P, T, hdt, grade, passive, drv = m.b, m.P, m.T, m.hdt, m.grade, m.passive, m.drv
+    fd, fb, fz_sum, sgn, vx_free, drag = D[SD.FD], D[SD.FB], D[SD.FZ_SUM], D[SD.SGN], D[SD.VX_FREE], D[SD.DRAG]
+    gr0, gr1, gr2, fe0, fe1, fe2 = D[SD.GR0], D[SD.GR1], D[SD.GR2], D[SD.FE0], D[SD.FE1], D[SD.FE2]
     h = P[PK.H]
     vx1, vy1, r1 = y[S.VX], y[S.VY], y[S.R]
     vxm, vym, rm = 0.5 * (x[S.VX] + vx1), 0.5 * (x[S.VY] + vy1), 0.5 * (x[S.R] + r1)
@@ -673,13 +769,15 @@ def books_row(b, x, y, P, grade, passive, drv, fd, fb, hdt, vx_free, drag, gr0, 
 
 # ---------------------------------------------------------------------------------- the whole substep
 @njit(cache=True, error_model="numpy")
-def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, W, fe0, fe1, fe2, drv, fd, fb, dwork):
-    """One substep of row ``b`` (dyn4.dyn4_step, stage by stage): state ``x (14,)``, input
-    ``(d_in, a_in)`` and external force ``(fe0, fe1, fe2)`` = (Fx, Fy, Mz) -> ``y (14,)`` and, with
-    ``want_books``, the books ``bk`` (BOOK). ``W (N_SCRATCH, 4)`` is scratch.
+def substep_row(m, x, y, W, D, bk, dwork):
+    """One substep of row ``m.b`` (dyn4.dyn4_step, stage by stage; MJX-style, every stage
+    ``stage(m, ...)`` over the named blocks): state ``x (N_DYN4,)`` and the inputs in ``D``
+    (:class:`SD`: the command ``D_IN, A_IN``, the external port ``FE0..FE2`` = (Fx, Fy, Mz)) ->
+    ``y (N_DYN4,)`` and, with ``m.books``, the books ``bk`` (BOOK). ``W (N_SCRATCH, 4)`` is the
+    per-wheel scratch, ``D`` the substep's data (each stage's outputs, :data:`STAGE_WRITES`).
 
-    ``drv``: driven by a powertrain's forces ``(fd, fb)`` [N] instead of ``a_in``
-    (dyn4.dyn4_drive_step); with ``want_books`` its DriveWork goes to ``dwork (4,)``.
+    Driven (``m.drv``): by the powertrain's forces ``D[FD, FB]`` [N] instead of ``A_IN``
+    (dyn4.dyn4_drive_step); with ``m.books`` its DriveWork goes to ``dwork (N_DW,)``.
     The caller samples the ground at ``x`` into ``W[MU..SBY]`` first (stage 2,
     :func:`ground_under_row`), or hands on what the previous substep's books sampled at the same
     pose (:func:`advance_ground`): the ground is sampled once per substep.
@@ -688,33 +786,33 @@ def substep_row(x, d_in, a_in, P, grade, passive, hdt, want_books, b, T, y, bk, 
     plant.state.with_entries): a state grown past today's passes through (issue 49)."""
     for i in range(x.shape[0]):
         y[i] = x[i]
-    if drv:  # the steer lags as in dyn4_step; the drive is the powertrain's, recorded as a
-        delta = lag(x[S.DELTA], min(max(d_in, -P[PK.DELTA_MAX]), P[PK.DELTA_MAX]), P[PK.TAU_STEER], hdt)
-        a = (fd - _sign(x[S.VX]) * fb) / P[PK.M]
-        braking = fb > abs(fd)
-    else:
-        delta, a = lags_row(x, d_in, a_in, P, hdt)
-        braking = a < 0
-    fz_sum, sgn = forces_row(x, delta, a, P, passive, drv, fd, fb, W)
-    # the clamp holds rolling wheels only (dyn4._advance): off once every wheel is LOCKED
-    braking = braking and min(min(W[W_.LOCK, 0], W[W_.LOCK, 1]), min(W[W_.LOCK, 2], W[W_.LOCK, 3])) < LOCKED
-    gr0, gr1, gr2 = grade_row(P, passive, hdt, W) if grade else (0.0, 0.0, 0.0)
-    vx1, vy1, r1, vx_free, drag = planar_row(x, P, hdt, braking, gr0 + fe0, gr1 + fe1, gr2 + fe2, W,
-                                             road_share(P, drv))
-    vertical_row(x, P, hdt, W, y)
-    pose_row(x, hdt, vx1, vy1, r1, delta, a, y)
-    if want_books:
-        books_row(b, x, y, P, grade, passive, drv, fd, fb, hdt, vx_free, drag, gr0, gr1, gr2, fe0, fe1, fe2, fz_sum,
-                  sgn, T, W, bk, dwork)
+    lags_row(m, x, y, W, D)
+    forces_row(m, x, y, W, D)
+    grade_row(m, x, y, W, D)
+    planar_row(m, x, y, W, D)
+    vertical_row(m, x, y, W, D)
+    pose_row(m, x, y, W, D)
+    if m.books:
+        books_row(m, x, y, W, D, bk, dwork)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def new_data(d_in, a_in, fe0, fe1, fe2, fd, fb):
+    """A substep's data block ``D (N_SD,)`` with the caller's inputs (:class:`SD`) and every stage's
+    entries NaN until the stage writes them."""
+    D = np.full(N_SD, np.nan)
+    D[SD.D_IN], D[SD.A_IN], D[SD.FE0], D[SD.FE1], D[SD.FE2], D[SD.FD], D[SD.FB] = d_in, a_in, fe0, fe1, fe2, fd, fb
+    return D
 
 
 def _step_rows_py(X0, U, FE, P, grade, passive, hdt, want_books, T, X1, BK):
     for b in prange(X0.shape[0]):
+        m = Substep(b, P, T, hdt, grade, passive, False, want_books)
         W = np.empty((N_SCRATCH, 4))
         dw = np.empty(N_DW)
-        ground_under_row(b, X0[b, S.X], X0[b, S.Y], X0[b, S.PSI], P, passive or grade, T, W)
-        substep_row(X0[b], U[b, 0], U[b, 1], P, grade, passive, hdt, want_books, b, T, X1[b], BK[b], W, FE[b, 0],
-                    FE[b, 1], FE[b, 2], False, 0.0, 0.0, dw)
+        D = new_data(U[b, 0], U[b, 1], FE[b, 0], FE[b, 1], FE[b, 2], 0.0, 0.0)
+        ground_row(m, X0[b], X1[b], W, D)
+        substep_row(m, X0[b], X1[b], W, D, BK[b], dw)
 
 
 def rebuild(fn, suffix: str, cache: bool, parallel: bool = False, **names):

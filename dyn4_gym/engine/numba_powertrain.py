@@ -16,8 +16,9 @@ from ..model.constants import RPM
 from ..model.packed import PK, PQ
 from ..model.state import DYN4 as S, N_DYN4, PT
 from ..model.task import ACT
-from .numba_plant import (DW, N_DW, N_SCRATCH, books_row, ground_point, ground_under_row, rebuild, sampler_tag,
-                          serial_and_parallel, substep_row)
+from .numba_plant import (DW, N_DW, N_SCRATCH, SD, Substep, books_row, ground_point, ground_row, ground_under_row,
+                          new_data,
+                          rebuild, sampler_tag, serial_and_parallel, substep_row)
 
 __all__ = ["pack_powertrain", "drive_step_np", "PF", "N_PF"]
 
@@ -114,22 +115,27 @@ def forces_row(s, throttle, brake, vx, Q, maps, out):
 
 
 @njit(cache=True, error_model="numpy")
-def drive_substep_row(x, s, steer, throttle, brake, direction, P, grade, passive, Q, maps, hdt, want_books, b, T, y,
-                      bk, pbk, W, pf, dwork):
-    """drive.drive_step for one row: ``x (14,)``, ``s (3,)`` (stepped in place) -> ``y (14,)``;
-    with ``want_books`` the plant's books ``bk`` and the powertrain's ``pbk`` (POWERTRAIN_LINES).
+def drive_substep_row(m, pt, x, s, y, W, D, bk, pbk, pf, dwork):
+    """drive.drive_step for one row (``m.drv`` set; ``pt = (Q, maps)``, :func:`pack_powertrain`):
+    ``x (N_DYN4,)``, ``s (N_PT,)`` (stepped in place), the driver's commands ``D[STEER, THROTTLE,
+    BRAKE, DIRECTION]`` -> ``y (N_DYN4,)``; the powertrain's forces into ``pf`` (:class:`PF`), and
+    with ``m.books`` the plant's books ``bk`` and the powertrain's ``pbk`` (POWERTRAIN_LINES).
     ``W[MU..SBY]`` hold the ground at ``x`` (numba_plant.substep_row)."""
-    steer = min(max(steer, -1.0), 1.0)
-    throttle = min(max(throttle, 0.0), 1.0)
-    brake = min(max(brake, 0.0), 1.0)
-    select_gear_row(s, -1.0 if direction < 0 else 1.0, x[S.VX], Q, hdt)
+    Q, maps = pt
+    hdt = m.hdt
+    steer = min(max(D[SD.STEER], -1.0), 1.0)
+    throttle = min(max(D[SD.THROTTLE], 0.0), 1.0)
+    brake = min(max(D[SD.BRAKE], 0.0), 1.0)
+    select_gear_row(s, -1.0 if D[SD.DIRECTION] < 0 else 1.0, x[S.VX], Q, hdt)
     forces_row(s, throttle, brake, x[S.VX], Q, maps, pf)
-    substep_row(x, steer * P[PK.DELTA_MAX], 0.0, P, grade, passive, hdt, want_books, b, T, y, bk, W, 0.0, 0.0, 0.0,
-                True, pf[PF.F_DRIVE], pf[PF.F_BRAKE], dwork)
+    D[SD.D_IN], D[SD.A_IN] = steer * m.P[PK.DELTA_MAX], 0.0
+    D[SD.FE0], D[SD.FE1], D[SD.FE2] = 0.0, 0.0, 0.0
+    D[SD.FD], D[SD.FB] = pf[PF.F_DRIVE], pf[PF.F_BRAKE]
+    substep_row(m, x, y, W, D, bk, dwork)
     w0 = s[PT.OMEGA_E]
     w1 = w0 + hdt * (pf[PF.T_ENGINE] - pf[PF.T_PUMP]) / Q[PQ.J]
     s[PT.OMEGA_E] = w1
-    if want_books:  # powertrain.powertrain_books; dwork is the plant's DriveWork (drive, brakes, wheelspin, v_drive)
+    if m.books:  # powertrain.powertrain_books; dwork is the plant's DriveWork (drive, brakes, wheelspin, v_drive)
         w_m = 0.5 * (w0 + w1)
         w_t = dwork[DW.V_DRIVE] / (pf[PF.RATIO] * Q[PQ.R])
         fuel = hdt * pf[PF.FUEL_POWER]
@@ -142,15 +148,19 @@ def drive_substep_row(x, s, steer, throttle, brake, direction, P, grade, passive
         pbk[PTB.DRIVE], pbk[PTB.BRAKES], pbk[PTB.WHEELSPIN] = dwork[DW.DRIVE], dwork[DW.BRAKES], dwork[DW.WHEELSPIN]
 
 
-def _drive_rows_py(X0, PTS, D, P, grade, passive, Q, maps, hdt, want_books, T, X1, BK, PBK):
+def _drive_rows_py(X0, PTS, DRV, packed, pt, hdt, want_books, T, X1, BK, PBK):
+    P, grade, passive = packed
+    Q, maps = pt  # unpacked, and the rows' tuples built in the loop: a prange body takes no nested tuple from outside
     for b in prange(X0.shape[0]):
+        m = Substep(b, P, T, hdt, grade, passive, True, want_books)
         W = np.empty((N_SCRATCH, 4))
         pf = np.empty(N_PF)
         dwork = np.zeros(N_DW)
-        direction = D[b, ACT.DIRECTION] if D.shape[1] > ACT.DIRECTION else 1.0
-        ground_under_row(b, X0[b, S.X], X0[b, S.Y], X0[b, S.PSI], P, passive or grade, T, W)
-        drive_substep_row(X0[b], PTS[b], D[b, ACT.STEER], D[b, ACT.THROTTLE], D[b, ACT.BRAKE], direction, P, grade, passive, Q, maps, hdt,
-                          want_books, b, T, X1[b], BK[b], PBK[b], W, pf, dwork)
+        D = new_data(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        D[SD.STEER], D[SD.THROTTLE], D[SD.BRAKE] = DRV[b, ACT.STEER], DRV[b, ACT.THROTTLE], DRV[b, ACT.BRAKE]
+        D[SD.DIRECTION] = DRV[b, ACT.DIRECTION] if DRV.shape[1] > ACT.DIRECTION else 1.0
+        ground_row(m, X0[b], X1[b], W, D)
+        drive_substep_row(m, (Q, maps), X0[b], PTS[b], X1[b], W, D, BK[b], PBK[b], pf, dwork)
 
 
 _drive_rows_serial, _drive_rows_parallel = serial_and_parallel(_drive_rows_py)
@@ -178,7 +188,7 @@ def drive_step_np(x, s, driver, packed, packed_pt, terrain, hdt: float = 0.01, b
     bk = np.zeros((x.shape[0], N_BOOKS))
     pbk = np.zeros((x.shape[0], N_PT_LINES))
     kernel = _drive_rows_parallel if x.shape[0] >= PARALLEL_FROM else _drive_rows_serial
-    kernel(x, s1, d, P, grade, passive, Q, maps, float(hdt), books, tuple(terrain), out, bk, pbk)
+    kernel(x, s1, d, (P, grade, passive), (Q, maps), float(hdt), books, tuple(terrain), out, bk, pbk)
     return (out, s1, bk, pbk) if books else (out, s1)
 
 
@@ -192,5 +202,5 @@ def with_sampler(ground, cache: bool) -> dict:
     gur = rebuild(ground_under_row, sfx, cache, sampler=ground)
     bk = rebuild(books_row, sfx, cache, ground_under_row=gur)
     sub = rebuild(substep_row, sfx, cache, books_row=bk)
-    return dict(ground_under_row=gur, substep_row=sub, ground_point=rebuild(ground_point, sfx, cache, sampler=ground),
+    return dict(ground_under_row=gur, ground_row=rebuild(ground_row, sfx, cache, ground_under_row=gur), substep_row=sub, ground_point=rebuild(ground_point, sfx, cache, sampler=ground),
                 drive_substep_row=rebuild(drive_substep_row, sfx, cache, substep_row=sub))

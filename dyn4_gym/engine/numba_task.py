@@ -39,8 +39,9 @@ from ..model.schema import (BLOCK_FIELDS, K_AHEAD, K_CAPACITY_MAP, K_COLS, K_DRI
 from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import (ACT, FIG, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_FIG, N_PREVIEW, OBS, OBS_INDEX, TERM,
                           TERM_ORDER)
-from .numba_plant import (N_DW, N_SCRATCH, W_, advance_ground, ground_point, ground_under_row, loads_row, rebuild,
-                          rest_row, sampler_tag, serial_and_parallel, substep_row)
+from .numba_plant import (N_DW, N_SCRATCH, SD, W_, Substep, advance_ground, ground_point, ground_row, ground_under_row,
+                          loads_row,
+                          new_data, rebuild, rest_row, sampler_tag, serial_and_parallel, substep_row)
 from .numba_powertrain import N_PF, drive_substep_row, with_sampler
 
 __all__ = ["NumbaState", "reset_rows", "observe", "step", "guard_rows"]
@@ -280,7 +281,8 @@ def _observe_row(b, x, pts, idx, s, elapsed, K, ST, T, W, out):
         K[K_COLS], K[K_SENSE]
     budget, goal = C[SC.BUDGET], _goal(CXY.shape[1], C)
     spacing = C[SC.SPACING]
-    loads_row(x, P, passive, W)
+    # the loads stage reads x and W and writes W only: x stands in for the blocks it leaves alone
+    loads_row(Substep(b, P, T, K[K_HDT], K[K_GRADE], passive, K[K_DRIVER], False), x, x, W, x)
     _, _, e, th = _project(CXY, CH, b, idx, x[S.X], x[S.Y], spacing)
     no = cols.shape[0]  # the entries of OBS_TABLE_ALL observed; the sensors' follow
     raw = np.zeros(N_OBS_ALL)
@@ -425,6 +427,10 @@ def _step_py(A, active, K, ST, T, OUT, REW, INFOS, FLAGS):
             info[:] = 0.0
             flags[:] = False
             continue
+        # the row's substep constants and powertrain, built in the loop: a prange body takes no tuple
+        # that holds a tuple from outside it (docs/engines.md)
+        m = Substep(b, P, T, hdt, grade, passive, driver, True)
+        pt = (Q, maps)
         W = np.empty((N_SCRATCH, 4))
         buf = np.empty((2, N_DYN4))
         bk = np.zeros(N_BOOKS)
@@ -443,8 +449,9 @@ def _step_py(A, active, K, ST, T, OUT, REW, INFOS, FLAGS):
         else:
             a1 = min(max(A[b, ACT.DRIVE], -1.0), 1.0)
             a2 = 0.0
-        ud = a0 * delta_max
-        ua = a1 * a_drive if a1 >= 0 else a1 * a_brake
+        # the substep's data: the commands (numba_plant.SD), the same every substep
+        D = new_data(a0 * delta_max, a1 * a_drive if a1 >= 0 else a1 * a_brake, 0.0, 0.0, 0.0, 0.0, 0.0)
+        D[SD.STEER], D[SD.THROTTLE], D[SD.BRAKE], D[SD.DIRECTION] = a0, a1, a2, 1.0
         scur, snxt = sbuf[0], sbuf[1]
         for i in range(N_PT):
             scur[i] = PTS[b, i]
@@ -463,20 +470,18 @@ def _step_py(A, active, K, ST, T, OUT, REW, INFOS, FLAGS):
         e = th = 0.0
         out = rolled = False
         # the ground at cur's pose, sampled once; each substep's books sample the next pose's
-        ground_under_row(b, cur[S.X], cur[S.Y], cur[S.PSI], P, passive or grade, T, W)
+        ground_row(m, cur, nxt, W, D)
         for _ in range(n_sub):
             finite = True
             if driver:
                 for i in range(N_PT):
                     snxt[i] = scur[i]
-                drive_substep_row(cur, snxt, a0, a1, a2, 1.0, P, grade, passive, Q, maps, hdt, True, b, T, nxt, bk,
-                                  pbk, W, pf, dw)
+                drive_substep_row(m, pt, cur, snxt, nxt, W, D, bk, pbk, pf, dw)
                 for i in range(N_PT):
                     if not math.isfinite(snxt[i]):
                         finite = False
             else:
-                substep_row(cur, ud, ua, P, grade, passive, hdt, True, b, T, nxt, bk, W, 0.0, 0.0, 0.0, False, 0.0,
-                            0.0, dw)
+                substep_row(m, cur, nxt, W, D, bk, dw)
             for i in range(N_DYN4):
                 if not math.isfinite(nxt[i]):
                     finite = False
