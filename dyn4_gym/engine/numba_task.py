@@ -44,7 +44,7 @@ from .numba_plant import (N_DW, N_SCRATCH, SD, W_, Substep, advance_ground, grou
                           new_data, rebuild, rest_row, sampler_tag, serial_and_parallel, substep_row)
 from .numba_powertrain import N_PF, drive_substep_row, with_sampler
 
-__all__ = ["NumbaState", "reset_rows", "observe", "step", "guard_rows"]
+__all__ = ["NumbaState", "reset_rows", "observe", "step", "step_bound", "guard_rows"]
 
 _NT = len(TERM_ORDER)
 N_OBS_ALL = len(OBS_INDEX)  # every entry a task can observe (model.task.OBS_TABLE_ALL)
@@ -757,6 +757,13 @@ def observe(k, st: NumbaState, rows: np.ndarray | None = None) -> np.ndarray:
     obs = np.empty((rows.size, k.n_obs), dtype=np.float32)
     _kernel(k, "observe", rows.size)(rows, k.block, st.block(), st.terrain, obs)
     return obs
+
+
+def step_bound(k, st: NumbaState, actions, active, obs, rew, info, flags) -> None:
+    """:func:`step` into the caller's buffers, unchecked (the single env's step,
+    ``NumbaEngine.step_one``, binds them once and checks its one action itself): the shapes and
+    dtypes :func:`step` checks and allocates are the caller's promise."""
+    _kernel(k, "step", st.batch_size)(actions, active, k.block, st.block(), st.terrain, obs, rew, info, flags)
 
 
 def step(k, st: NumbaState, actions: np.ndarray, active: np.ndarray):

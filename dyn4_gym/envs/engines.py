@@ -22,7 +22,7 @@ import torch
 from .._checks import GroundKernelError
 from ..model.books import BOOK_LINES, POWERTRAIN_LINES
 from ..model.packed import PK, SC
-from ..model.task import FLAG, INFO, TERM_ORDER
+from ..model.task import FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, TERM_ORDER
 from .core import TaskCore, TaskState
 from .inputs import to_numpy_info
 from .rewards import evaluate_term
@@ -34,6 +34,15 @@ ENGINES = ("auto", "numba", "torch")
 
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().numpy()
+
+
+def step_one(engine, state, action: np.ndarray):
+    """One row's step for the single env: ``action (n_action,)``, checked by the caller ->
+    ``(state, obs (n_obs,) float32, reward, terminated, truncated, info)``, the scalars as Python values
+    and ``info`` one row's dict (the engine's ``info_row``). The general path: the engine's batch
+    ``step`` on a batch of one (the Numba engine binds its buffers instead, NumbaEngine.step_one)."""
+    state_, obs, reward, term, trunc, raw = engine.step(state, action[None])
+    return state_, obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), engine.info_row(raw, 0)
 
 
 def _nested_np(info: dict) -> dict:
@@ -89,6 +98,10 @@ class TorchEngine:
                 info = _mask_info(info, keep)
         return (new, _np(obs).astype(np.float32), _np(reward).astype(np.float64), _np(term), _np(trunc),
                 _nested_np(info))
+
+    def step_one(self, state: TaskState, action: np.ndarray):
+        """The single env's step (:func:`step_one`)."""
+        return step_one(self, state, action)
 
     @staticmethod
     def info(raw: dict) -> dict:
@@ -150,6 +163,7 @@ class NumbaEngine:
         self._cols_row = tuple(int(c) for c in (INFO.PROGRESS, INFO.DISTANCE, INFO.S, INFO.CROSS_TRACK))
         self._flags_row = tuple(int(c) for c in (FLAG.SUCCESS, FLAG.OUT_OF_CORRIDOR, FLAG.ROLLOVER, FLAG.NONFINITE))
         self._all_active = {}  # batch size -> an all-True mask (not allocated per step)
+        self._one = None  # the single env's bound buffers (step_one)
 
     def __getstate__(self):
         return {"core": self.core}  # the kernels are the module's; rebuilt on load
@@ -217,6 +231,23 @@ class NumbaEngine:
                 getattr(state, f)[...] = a
             raise
         return state, obs, reward, flags[:, 0], flags[:, 1], (info, flags, extra)
+
+    def step_one(self, state, action: np.ndarray):
+        """The single env's step (``Dyn4Env.step``; :func:`step_one`'s contract) on buffers bound
+        once, PufferLib-style: one row, ``action (n_action,)`` float64 as ``check_actions`` returns
+        it, the kernel called with no shape checks or output allocations but the observation's
+        (the caller keeps it); the reward, flags and info leave as Python values, so the buffers
+        are free again when it returns. Users' terms or a user's ground take the general path."""
+        if self.task.custom or self.task.user_kind is not None or state.batch_size != 1:
+            return step_one(self, state, action)
+        if self._one is None:
+            self._one = (np.ones(1, dtype=np.bool_), np.empty(1), np.empty((1, len(INFO_COLUMNS))),
+                         np.empty((1, len(FLAG_COLUMNS)), dtype=np.bool_))
+        active, reward, info, flags = self._one
+        obs = np.zeros((1, self.task.n_obs), dtype=np.float32)
+        self._nt.step_bound(self.task, state, action.reshape(1, -1), active, obs, reward, info, flags)
+        return (state, obs[0], float(reward[0]), bool(flags[0, FLAG.TERMINATED]), bool(flags[0, FLAG.TRUNCATED]),
+                self.info_row((info, flags, {}), 0))
 
     def info(self, raw) -> dict:
         """One step's packed info as the faces' dict of arrays (``info["reward_terms"]`` ...)."""

@@ -146,10 +146,10 @@ class Dyn4Env(gym.Env):
     def step(self, action):
         self._runner.check_started()
         a = check_actions(action, None, self._runner.core.n_action)
-        obs, reward, term, trunc, raw = self._runner.step(a[None])
+        out = self._runner.step_one(a)
         if self.render_mode == "human":
             self.render()
-        return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), self._runner.info_row(raw, 0)
+        return out
 
     def render(self):
         if self.render_mode is None:

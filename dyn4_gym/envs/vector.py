@@ -100,6 +100,14 @@ class BatchRunner:
         self.state, obs, reward, term, trunc, info = self.engine.step(self.state, actions, active)
         return obs, reward, term, trunc, info
 
+    def step_one(self, action: np.ndarray):
+        """One row's step (``n == 1``; the single env): ``action (n_action,)`` checked by the caller
+        -> ``(obs (n_obs,), reward, terminated, truncated, info)`` with Python scalars and one
+        row's info dict (the engines' ``step_one``)."""
+        self.check_started()
+        self.state, obs, reward, term, trunc, info = self.engine.step_one(self.state, action)
+        return obs, reward, term, trunc, info
+
     def check_started(self) -> None:
         """``RuntimeError`` until the first reset (every face says the same)."""
         if self.state is None:
