@@ -206,6 +206,44 @@ def test_driven_stages_equal_torch(case):
     _check_books(blocks, packed, hdt, True, T)
 
 
+@pytest.mark.parametrize("preset", ["m998", "chrono"])
+def test_powertrain_stages_equal_torch(preset):
+    """The powertrain's own stages, as the driven substep calls them (numba_powertrain): the gear
+    choice writes the gear and the shift clock and leaves the engine speed exactly as it was; the
+    forces write every entry of ``PF`` (the face starts from NaN), equal to torch's stages, over
+    states from idle to past the governor in every gear and reverse, driven and backdriven."""
+    from dyn4_gym.engine.numba_powertrain import PF, pack_powertrain
+    from dyn4_gym.model.constants import RPM
+    from dyn4_gym.plant import HMMWV_CHRONO_POWERTRAIN
+    from dyn4_gym.plant.powertrain import HUMVEE_POWERTRAIN, PT, powertrain_forces, select_gear
+
+    pt = HUMVEE_POWERTRAIN if preset == "m998" else HMMWV_CHRONO_POWERTRAIN
+    Q, maps = pack_powertrain(pt)
+    gen = torch.Generator().manual_seed(4)
+    s = torch.empty(B, 3, dtype=D)
+    s[:, PT.OMEGA_E] = (300.0 + torch.rand(B, generator=gen, dtype=D) * 3500.0) / RPM
+    gears = torch.randint(0, pt.n_gears + 1, (B,), generator=gen).to(D)
+    s[:, PT.GEAR] = torch.where(gears == 0, -1.0, gears)
+    s[:, PT.T_SHIFT] = torch.rand(B, generator=gen, dtype=D) * 2.0 * pt.shift_delay
+    vx = torch.randn(B, generator=gen, dtype=D) * 12.0
+    direction = torch.where(torch.rand(B, generator=gen) < 0.2, -1.0, 1.0).to(D)
+    throttle, brake = torch.rand(B, generator=gen, dtype=D), torch.rand(B, generator=gen, dtype=D) * 0.3
+    hdt = 0.01
+    ref = select_gear(s, direction, vx, pt, hdt)
+    got = ns.gear(s.numpy(), direction.numpy(), vx.numpy(), Q, hdt)
+    np.testing.assert_array_equal(got[:, PT.OMEGA_E], s[:, PT.OMEGA_E].numpy())  # not the gear stage's
+    _close("gear (GEAR, T_SHIFT)", got[:, [PT.GEAR, PT.T_SHIFT]], ref[:, [PT.GEAR, PT.T_SHIFT]])
+    assert bool((ref[:, PT.GEAR] != s[:, PT.GEAR]).any())  # some rows shift
+    f = powertrain_forces(ref, throttle, brake, vx, pt)
+    out = ns.powertrain_forces(got, throttle.numpy(), brake.numpy(), vx.numpy(), Q, maps)
+    for k, name in ((PF.F_DRIVE, "f_drive"), (PF.F_BRAKE, "f_brake"), (PF.T_ENGINE, "t_engine"),
+                    (PF.T_PUMP, "t_pump"), (PF.T_TURBINE, "t_turbine"), (PF.EFF, "eff"), (PF.RATIO, "ratio"),
+                    (PF.FUEL_POWER, "fuel_power")):
+        _close(f"powertrain forces ({name})", out[:, k], getattr(f, name))
+    assert len(PF) == 8 and np.isfinite(out).all()
+    assert bool((f.f_drive * vx > 0).any()) and bool((f.f_drive * vx < 0).any())  # driven and backdriven rows
+
+
 def test_task_stages_equal_torch(case):
     """The task's own stages: the random streams and the course projection."""
     keys = torch.arange(B, dtype=torch.long) * 7919 + 3

@@ -16,9 +16,10 @@ from numba import njit
 from ..model.books import N_BOOKS
 from .numba_plant import (N_DW, STAGE_WRITES, Substep, books_row, forces_row, frames_row, grade_row, ground_row,
                           lags_row, loads_row, longitudinal_row, planar_row, pose_row, rest_row, vertical_row)
+from .numba_powertrain import N_PF, forces_row as pt_forces_row, select_gear_row
 from .numba_task import _NT, _project, _uniforms, terms_row
 
-__all__ = ["STAGES", "stage", "forces", "books", "rest", "project", "uniforms", "terms"]
+__all__ = ["STAGES", "stage", "forces", "books", "gear", "powertrain_forces", "rest", "project", "uniforms", "terms"]
 
 
 def _face(fn):
@@ -60,6 +61,25 @@ def books(P, T, hdt, grade, passive, drv, X, Y, W, D):
     for b in range(X.shape[0]):
         books_row(Substep(b, P, T, hdt, grade, passive, drv, True), X[b], Y[b], W[b], D[b], bk[b], dw[b])
     return bk, dw, W
+
+
+@njit(error_model="numpy")
+def gear(S, DIRECTION, VX, Q, hdt):
+    """The powertrain's stage 1 (numba_powertrain.select_gear_row) on a copy of the states ``S (B, N_PT)``."""
+    S = S.copy()
+    for b in range(S.shape[0]):
+        select_gear_row(S[b], DIRECTION[b], VX[b], Q, hdt)
+    return S
+
+
+@njit(error_model="numpy")
+def powertrain_forces(S, THROTTLE, BRAKE, VX, Q, maps):
+    """The powertrain's stages 2-4 (numba_powertrain.forces_row): ``(B, N_PF)`` (numba_powertrain.PF),
+    starting as NaN so an entry the stage leaves unwritten shows."""
+    out = np.full((S.shape[0], N_PF), np.nan)
+    for b in range(S.shape[0]):
+        pt_forces_row(S[b], THROTTLE[b], BRAKE[b], VX[b], Q, maps, out[b])
+    return out
 
 
 @njit(error_model="numpy")
