@@ -17,8 +17,7 @@ from ..model.packed import PK, PQ
 from ..model.state import DYN4 as S, N_DYN4, PT
 from ..model.task import ACT
 from .numba_plant import (DW, N_DW, N_SCRATCH, SD, Substep, books_row, ground_point, ground_row, ground_under_row,
-                          new_data,
-                          rebuild, sampler_tag, serial_and_parallel, substep_row)
+                          new_data, rebuild, sampler_tag, serial_and_parallel, substep_row)
 
 __all__ = ["pack_powertrain", "drive_step_np", "PF", "N_PF"]
 
@@ -202,5 +201,6 @@ def with_sampler(ground, cache: bool) -> dict:
     gur = rebuild(ground_under_row, sfx, cache, sampler=ground)
     bk = rebuild(books_row, sfx, cache, ground_under_row=gur)
     sub = rebuild(substep_row, sfx, cache, books_row=bk)
-    return dict(ground_under_row=gur, ground_row=rebuild(ground_row, sfx, cache, ground_under_row=gur), substep_row=sub, ground_point=rebuild(ground_point, sfx, cache, sampler=ground),
+    return dict(ground_under_row=gur, ground_row=rebuild(ground_row, sfx, cache, ground_under_row=gur), substep_row=sub,
+                ground_point=rebuild(ground_point, sfx, cache, sampler=ground),
                 drive_substep_row=rebuild(drive_substep_row, sfx, cache, substep_row=sub))

@@ -40,8 +40,7 @@ from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import (ACT, FIG, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_FIG, N_PREVIEW, OBS, OBS_INDEX, TERM,
                           TERM_ORDER)
 from .numba_plant import (N_DW, N_SCRATCH, SD, W_, Substep, advance_ground, ground_point, ground_row, ground_under_row,
-                          loads_row,
-                          new_data, rebuild, rest_row, sampler_tag, serial_and_parallel, substep_row)
+                          loads_row, new_data, rebuild, rest_row, sampler_tag, serial_and_parallel, substep_row)
 from .numba_powertrain import N_PF, drive_substep_row, with_sampler
 
 __all__ = ["NumbaState", "reset_rows", "observe", "step", "step_bound", "guard_rows"]
