@@ -33,6 +33,7 @@ from ..model.packed import (N_PARAMS, PARAM_NAMES, PK, TERRAIN_FIELDS, TK_BASE_M
                             TK_BUMP_Y, TK_EDGE, TK_PATCH_MU, TK_PATCH_R, TK_PATCH_X, TK_PATCH_Y, TK_WAVE_AMP, TK_WAVE_KX,
                             TK_WAVE_KY, TK_WAVE_PHASE, WHEEL_PARAM_NAMES)
 from ..model.state import DYN4 as S, N_DYN4
+from .numba_math import sincos_v
 
 __all__ = ["pack_params", "unpack_params", "pack_terrain", "rough_ground", "dyn4_step_np", "substep_row", "Substep", "W_",
            "N_SCRATCH", "SD", "N_SD", "DW", "N_DW", "STAGE_WRITES"]
@@ -196,9 +197,9 @@ def height_slope_at(b, X, Y, T):
         a = amp[b, k]
         if a == 0.0:  # adds exactly 0 to the height and the slope
             continue
-        arg = X * kx[b, k] + Y * ky[b, k] + ph[b, k]
-        h += a * math.sin(arg)
-        ac = a * math.cos(arg)
+        sn, cs = sincos_v(X * kx[b, k] + Y * ky[b, k] + ph[b, k])  # one reduction for both (numba_math)
+        h += a * sn
+        ac = a * cs
         hx += ac * kx[b, k]
         hy += ac * ky[b, k]
     hb = gbx = gby = 0.0
