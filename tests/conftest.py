@@ -12,6 +12,21 @@ from dyn4_gym.plant import HUMVEE, bike_params, dyn4_params
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# One torch thread in every test process. Beside any other busy process (the second xdist worker,
+# a training run), torch's pool of 2 threads on 2 cores ran a small MLP's Adam updates 35x slower
+# (693 -> 20 updates/s, measured; with 1 thread 573 -> 584), and SAC's test took 446 s instead of
+# 31. Tests of thread settings set their own (``keep_threads``); scripts default to 1 too (threads.py).
+torch.set_num_threads(1)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (the README's test command): a worker per core, at most 4; each holds torch,
+    the Numba kernels it compiled and, for some tests, a compiled torch graph (1-3 GB)."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, 4))
+
 
 @pytest.fixture(scope="session")
 def load_script():

@@ -75,7 +75,11 @@ def test_the_readme_is_one_screen_and_starts_with_the_two_commands():
     assert len(text.splitlines()) <= 200
     blocks = re.findall(r"```(\w+)\n(.*?)```", text, flags=re.S)
     assert blocks[0] == ("bash", 'pip install -e ".[plot]" && python -m dyn4_gym\n')
-    assert blocks[1] == ("bash", 'pip install -e ".[dev]" && python -m pytest\n')
+    assert blocks[1] == ("bash", 'pip install -e ".[dev]" && python -m pytest -n auto --dist loadfile\n')
+    # CI runs exactly that command
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert blocks[1][1].strip().replace("pip install", "python3 -m pip install --quiet").replace(
+        "python -m pytest", "python3 -m pytest") in ci
     assert blocks[2][0] == "python" and "gym.make(" in blocks[2][1] and ".learn(" in blocks[2][1]
     # every docs link in it lands on a file
     for target in re.findall(r"\]\((docs/[^)#]+)", text):
