@@ -340,7 +340,7 @@ def shard_threads(shards: int) -> int | None:
 
     if shards <= 1 or os.environ.get(threads.ENV_VAR, "").strip():
         return None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = threads.usable_cores()
     n = max(1, cores // shards)
     threads.set_threads(n)
     return n

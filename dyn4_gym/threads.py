@@ -17,9 +17,14 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["ENV_VAR", "set_threads", "script_threads", "max_threads"]
+__all__ = ["ENV_VAR", "set_threads", "script_threads", "max_threads", "usable_cores"]
 
 ENV_VAR = "DYN4_GYM_THREADS"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform has one), at least 1."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else max(1, os.cpu_count() or 1)
 
 
 def max_threads() -> int:

@@ -22,10 +22,9 @@ torch.set_num_threads(1)
 def pytest_xdist_auto_num_workers(config):
     """``-n auto`` (the README's test command): a worker per core, at most 4; each holds torch,
     the Numba kernels it compiled and, for some tests, a compiled torch graph (1-3 GB)."""
-    import os
+    from dyn4_gym.threads import usable_cores
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, 4))
+    return min(usable_cores(), 4)
 
 
 @pytest.fixture(scope="session")

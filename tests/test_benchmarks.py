@@ -88,7 +88,7 @@ def test_learning_benchmark_shards_take_their_share_of_the_cores(monkeypatch, lo
     from dyn4_gym import threads
 
     lb = load_script("benchmarks/learning.py")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = threads.usable_cores()
     monkeypatch.delenv(threads.ENV_VAR, raising=False)
     torch.set_num_threads(3)
     assert lb.shard_threads(1) is None and torch.get_num_threads() == 3
