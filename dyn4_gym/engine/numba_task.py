@@ -40,7 +40,8 @@ from ..model.state import DYN4 as S, N_DYN4, N_PT, PT, XY
 from ..model.task import (ACT, FIG, FLAG, FLAG_COLUMNS, INFO, INFO_COLUMNS, N_FIG, N_PREVIEW, OBS, OBS_INDEX, TERM,
                           TERM_ORDER)
 from .numba_plant import (N_DW, N_SCRATCH, SD, W_, Substep, advance_ground, ground_point, ground_row, ground_under_row,
-                          loads_row, new_data, rebuild, rest_row, sampler_tag, serial_and_parallel, substep_row)
+                          level_ground, loads_row, new_data, rebuild, rest_row, sampler_tag, serial_and_parallel,
+                          substep_row)
 from .numba_powertrain import N_PF, drive_substep_row, with_sampler
 
 __all__ = ["NumbaState", "reset_rows", "observe", "step", "step_bound", "guard_rows"]
@@ -639,7 +640,7 @@ def kernels(ground=None, cache: bool = True) -> dict:
     """The task's entry kernels ``{name: (serial, parallel)}`` with the ground sampler ``ground``
     (None: the rough kind's, the module's own builds). Another sampler gets its own builds of the
     chain that samples the ground (numba_powertrain.with_sampler); only the rough kind resets in the
-    kernel. Built once per sampler; compiled on first call (on disk with ``cache``)."""
+    kernel (with :func:`~.numba_plant.level_ground`, its level draws, too). Built once per sampler; compiled on first call (on disk with ``cache``)."""
     if ground not in _KERNELS:
         chain = with_sampler(ground, cache)
         # the observation samples the ground ahead (course.preview_friction, the sensors' patch) with it too
@@ -648,6 +649,8 @@ def kernels(ground=None, cache: bool = True) -> dict:
                                         ground_point=chain["ground_point"], _sensors_row=sensors)
         _KERNELS[ground] = {name: serial_and_parallel(_ENTRIES[name], chain, sampler_tag(ground), cache)
                             for name in ("step", "observe")}
+        if ground is level_ground:  # the rough kind's own draw, reset by the rough builds (level: the same rows)
+            _KERNELS[ground]["reset"] = _KERNELS[None]["reset"]
     return _KERNELS[ground]
 
 

@@ -15,7 +15,7 @@ import torch
 
 from .. import _rng
 from .._tree import tree_map
-from ..engine.numba_plant import pack_params
+from ..engine.numba_plant import level_ground, pack_params
 from ..engine.numba_powertrain import pack_powertrain
 from ..engine import numba_task
 from ..engine.numba_task import NumbaState
@@ -67,10 +67,12 @@ class NumbaTask:
         # the kernels with the kind's sampler bound (the rough kind's are the module's own; a
         # user's is checked for non-finite output, engine.numba_ground.checked_sampler)
         self.user_kind = None if is_built_in(self.kernel) else g.kind
-        self.kernels = numba_task.kernels(None if self.kernel is ROUGH_KERNEL else checked_sampler(self.kernel),
-                                          self.kernel.cache)
-        self.core = core
         self.in_kernel = self.kernel is ROUGH_KERNEL and type(g) is RoughConfig
+        # level rough ground (the Flat tasks') skips sampling: the same numbers (numba_plant.level_ground)
+        sampler = (level_ground if g.level else None) if self.in_kernel else (
+            None if self.kernel is ROUGH_KERNEL else checked_sampler(self.kernel))
+        self.kernels = numba_task.kernels(sampler, self.kernel.cache)
+        self.core = core
         self.P, self.grade, self.passive = pack_params(core.p)
         self.driver, self.n_action, self.n_obs = core.driver, core.n_action, len(core.obs_names)
         # the powertrain's scalars and its four maps, one by one (the constants block is flat)

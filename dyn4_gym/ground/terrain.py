@@ -255,6 +255,12 @@ class RoughConfig:
                 raise ConfigError(f"{path}.{hi} must be >= {path}.{lo}")
         check_slope(path, self)
 
+    @property
+    def level(self) -> bool:
+        """Whether every draw is level ground of friction ``base_mu``: no hill height, no friction
+        patches, no bumps (the Flat tasks'; the kernels then skip sampling, engine.numba_plant.level_ground)."""
+        return (self.n_hills == 0 or self.hills_amplitude == 0.0) and self.n_patches == 0 and self.n_bumps == 0
+
     def max_slope(self) -> float:
         """An upper bound of the ground's slope: the hills' (each component's amplitude is at most
         1.5 x its share, its slope amplitude x 2 pi / wavelength) plus a bump's, whose steepest
