@@ -45,14 +45,23 @@ def _driver_sequence(T, B, seed):
     return np.stack((steer, throttle, brake, direction), -1)
 
 
-@pytest.mark.parametrize("ground,preset", [("flat", "m998"), ("rough", "m998"), ("flat", "chrono")])
-def test_numba_drive_step_equals_torch(ground, preset):
-    """The Chrono preset has no idle governor and no steering lag: both engines agree there too."""
+# issue 45's physical overrun (opt-in): fuel cut, reverse flow driven by the turbine, the direction lockout
+PHYSICAL = dict(fuel_cut=True, overrun="turbine", reverse_lockout=1.5)
+
+
+@pytest.mark.parametrize("ground,preset,physical", [("flat", "m998", False), ("rough", "m998", False),
+                                                    ("flat", "chrono", False), ("rough", "m998", True),
+                                                    ("flat", "chrono", True)])
+def test_numba_drive_step_equals_torch(ground, preset, physical):
+    """The Chrono preset has no idle governor and no steering lag: both engines agree there too,
+    and with the physical overrun (coasting spells drive the converter backwards)."""
     B, T, hdt = 6, 1200, 0.01
     core = TaskCore(EnvConfig(dtype="float64"))
     st = core.new_state(torch.arange(B), torch.zeros(B, dtype=torch.long))
     g = st.terrain if ground == "rough" else Flat(mu=0.8)
     spec, PTH = (HUMVEE, PTH_M998) if preset == "m998" else (HMMWV_CHRONO, HMMWV_CHRONO_POWERTRAIN)
+    if physical:
+        PTH = PTH.replace(**PHYSICAL)
     p = dyn4_params(spec, dtype=D, grade_force=ground == "rough")
     x = st.x.clone()
     s = powertrain_rest(PTH, (B,))

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..model.books import N_BOOKS, N_PT_LINES, PTB
-from ..model.constants import RPM
+from ..model.constants import OVERRUN, RPM
 from ..model.packed import PK, PQ
 from ..model.state import DYN4 as S, N_DYN4, PT
 from ..model.task import ACT
@@ -44,7 +44,9 @@ def pack_powertrain(pt) -> tuple:
     pt = pt.as_numbers()  # a field given as a 0-d tensor (dyn4_gym.fit) is packed by its value
     head = [pt.crank_inertia, pt.upshift_rpm, pt.downshift_rpm, pt.shift_delay, pt.coupling_sr, pt.brake_torque,
             pt.wheel_radius, pt.driveline_efficiency, pt.idle_rpm, pt.idle_band_rpm, pt.indicated_efficiency,
-            float(pt.n_gears), pt.reverse_ratio]
+            float(pt.n_gears), pt.reverse_ratio, float(pt.fuel_cut), float(OVERRUN.index(pt.overrun)),
+            float(pt.reverse_lockout)]
+    assert len(head) == PQ.G1
     vec = np.asarray(head + list(pt.gear_ratios), dtype=np.float64)
     maps = tuple(np.ascontiguousarray(np.asarray(m, dtype=np.float64)) for m in
                  (pt.torque_map, pt.losses_map, pt.capacity_map, pt.torque_ratio_map))
@@ -72,8 +74,8 @@ def _ratio(gear, Q):
 def select_gear_row(s, direction, vx, Q, hdt):
     """powertrain.select_gear for one row, in place on ``s (3,)``."""
     gear, t = s[PT.GEAR], s[PT.T_SHIFT] + hdt
-    to_rev = direction < 0 and gear > 0
-    to_fwd = direction > 0 and gear < 0
+    to_rev = direction < 0 and gear > 0 and not vx >= Q[PQ.LOCKOUT]
+    to_fwd = direction > 0 and gear < 0 and not vx <= -Q[PQ.LOCKOUT]
     rpm_t = vx / (_ratio(gear, Q) * Q[PQ.R]) * RPM
     ready = gear > 0 and t >= Q[PQ.DELAY] and not to_rev
     up = ready and rpm_t > Q[PQ.UP] and gear < Q[PQ.NG]
@@ -94,15 +96,21 @@ def forces_row(s, throttle, brake, vx, Q, maps, out):
     rpm = w_e * RPM
     opening = min(max((Q[PQ.IDLE] - rpm) / Q[PQ.BAND], 0.0), 1.0)
     theta = throttle + (1.0 - throttle) * opening
-    t_comb = theta * _interp(rpm, tq)
+    t_map = _interp(rpm, tq)
+    t_comb = theta * (max(t_map, 0.0) if Q[PQ.FUEL_CUT] != 0.0 else t_map)
     t_engine = t_comb + _interp(rpm, loss)
     fuel_power = max(t_comb, 0.0) * w_e / Q[PQ.ETA_I]
     w_t = vx / (ratio * Q[PQ.R])
     sr = w_t / max(w_e, 1e-6)
     back = sr > 1.0
-    sigma = min(max(2.0 - sr if back else sr, 0.0), 1.0)
+    w_drive = w_e
+    if back and Q[PQ.OVERRUN] != 0.0:  # "turbine": the driving member drives (powertrain_forces)
+        w_drive = w_t
+        sigma = min(max(w_e / w_t, 0.0), 1.0)
+    else:
+        sigma = min(max(2.0 - sr if back else sr, 0.0), 1.0)
     fade = min((1.0 - sigma) / (1.0 - Q[PQ.COUPLE]), 1.0)
-    t_pump = (w_e / _interp(sigma, cf)) ** 2 * fade
+    t_pump = (w_drive / _interp(sigma, cf)) ** 2 * fade
     if back:
         t_pump = -t_pump
     t_turbine = t_pump if back else _interp(sigma, tr) * t_pump

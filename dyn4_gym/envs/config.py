@@ -178,8 +178,9 @@ class EnvConfig:
 
     preset: str = "m998"  # the vehicle and its powertrain: "m998" or "chrono" (dyn4_gym.plant.presets)
     vehicle: dict = field(default_factory=dict)  # overrides of the preset's spec sheet, keys and bounds in envs/vehicle.py
-    # overrides of the preset's powertrain, keys and bounds in envs/vehicle.py (POWERTRAIN_KEYS): a
-    # fitted car's (dyn4_gym.fit, FitResult.env_kwargs); both engines drive it
+    # overrides of the preset's powertrain, keys and bounds in envs/vehicle.py (POWERTRAIN_KEYS: a
+    # fitted car's, dyn4_gym.fit, FitResult.env_kwargs; POWERTRAIN_SWITCHES: the physical overrun,
+    # e.g. {"fuel_cut": True, "overrun": "turbine", "reverse_lockout": 1.5}); both engines drive it
     powertrain: dict = field(default_factory=dict)
     # domain randomisation: numeric vehicle keys -> [low, high], drawn per row and episode from the
     # row's seed stream (after the course's and the ground's draws), on both engines

@@ -31,7 +31,7 @@ from ..model.task import (OBS_INDEX, OBS_NAMES, OBS_NAMES_DRIVER, OBS_TABLE, OBS
                           beam_angles, obs_names, obs_scale, patch_points, range_window, sensor_names, sensor_scales)
 from .._checks import ConfigError
 from .config import EnvConfig
-from .vehicle import vehicle_range_box
+from .vehicle import validate_powertrain, vehicle_range_box
 from .course import (FLOAT32_REACH, course_reach, course_widths, goal_arc, make_courses, preview_points, project,
                      widths_at, wrap_angle)
 from .rewards import StepContext, evaluate_term, resolve_terms
@@ -104,7 +104,7 @@ class TaskCore:
         try:
             self.spec, self.pt = PRESETS[cfg.preset]  # the vehicle's spec sheet and its powertrain
             if cfg.powertrain:  # EnvConfig.powertrain's overrides (a fitted car's): both engines take self.pt
-                self.pt = dataclasses.replace(self.pt, **{k: float(v) for k, v in cfg.powertrain.items()})
+                self.pt = dataclasses.replace(self.pt, **validate_powertrain(cfg.powertrain, f"{path}.powertrain"))
             self.p = dyn4_params(self.spec, dtype=self.dtype, device=self.device, **cfg.vehicle)
         except (ValueError, TypeError) as exc:  # a sheet the bounds allow but the derivation refuses
             raise ConfigError(f"{path}.vehicle: {exc}") from None

@@ -9,10 +9,15 @@ refused, with the dotted path of the key).
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .._checks import ConfigError, check_range, is_num
+from ..model.constants import OVERRUN
 from ..plant import HUMVEE
 
-__all__ = ["VEHICLE_KEYS", "POWERTRAIN_KEYS", "validate_vehicle", "validate_powertrain", "validate_vehicle_ranges",
+__all__ = ["VEHICLE_KEYS", "POWERTRAIN_KEYS", "POWERTRAIN_SWITCHES", "validate_vehicle", "validate_powertrain", "validate_vehicle_ranges",
            "vehicle_range_box", "MAX_RANGES"]
 
 # key: (kind, low, high) for numbers [SI units]; (kind, choices) for strings; ("bool",) for flags
@@ -68,16 +73,43 @@ POWERTRAIN_KEYS = {
 }
 
 
+# the powertrain's switches (issue 45's physical overrun, opt-in; PowertrainParams checks them):
+# key -> the check of its value
+POWERTRAIN_SWITCHES = {
+    "fuel_cut": ("bool",),  # the combustion torque never below 0
+    "overrun": ("choice", OVERRUN),  # reverse flow's law: "mirror" (the default) or "turbine"
+    "reverse_lockout": ("num", 0.0, math.inf),  # [m/s] the direction changes only below it
+}
+
+
 def validate_powertrain(powertrain, path: str) -> dict:
-    """Check a ``powertrain`` override dict (:data:`POWERTRAIN_KEYS`); returns it with floats."""
+    """Check a ``powertrain`` override dict (:data:`POWERTRAIN_KEYS`' numbers and
+    :data:`POWERTRAIN_SWITCHES`); returns it with the numbers as floats."""
     if not isinstance(powertrain, dict):
         raise ConfigError(f"{path} must be a dict of overrides, got {type(powertrain).__name__}")
     out = {}
     for key, value in powertrain.items():
+        p = f"{path}.{key}"
+        if key in POWERTRAIN_SWITCHES:
+            kind, *rule = POWERTRAIN_SWITCHES[key]
+            if kind == "bool":
+                if not isinstance(value, (bool, np.bool_)):
+                    raise ConfigError(f"{p} must be true or false, got {value!r}")
+                out[key] = bool(value)
+            elif kind == "choice":
+                if value not in rule[0]:
+                    raise ConfigError(f"{p} must be one of {rule[0]}, got {value!r}")
+                out[key] = str(value)
+            else:
+                if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+                        or not value >= rule[0]:
+                    raise ConfigError(f"{p} must be a number >= {rule[0]} (inf: none), got {value!r}")
+                out[key] = float(value)
+            continue
         if key not in POWERTRAIN_KEYS:
-            raise ConfigError(f"{path}.{key} is not a powertrain key (known: {sorted(POWERTRAIN_KEYS)})")
+            raise ConfigError(f"{p} is not a powertrain key (known: {sorted(POWERTRAIN_KEYS) + sorted(POWERTRAIN_SWITCHES)})")
         lo, hi = POWERTRAIN_KEYS[key]
-        check_range(f"{path}.{key}", value, lo, hi)
+        check_range(p, value, lo, hi)
         out[key] = float(value)
     return out
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["A_BLEND", "DEFAULT_MU", "ELLIPSE_EPS", "FLOOR_SHARE", "LOCK_WIDTH", "LOCKED", "MU_FLOOR", "MU_FLOOR_SCALE", "N_SECANT",
-           "OBS_CLIP", "PATCH_EDGE", "RPM", "SLIDE_ANGLE", "SLOPE_STEP", "SOFTCAP_WIDTH", "SOFTPLUS_LINEAR",
+           "OBS_CLIP", "OVERRUN", "PATCH_EDGE", "RPM", "SLIDE_ANGLE", "SLOPE_STEP", "SOFTCAP_WIDTH", "SOFTPLUS_LINEAR",
            "SOFTPLUS_MIN"]
 
 # ---- tire and corners (plant/tire.py, plant/corners.py)
@@ -42,6 +42,8 @@ PATCH_EDGE = 0.5  # [m] width of a friction patch's tanh edge
 
 # ---- powertrain and task
 RPM = 30.0 / math.pi  # rad/s -> rpm
+# PowertrainParams.overrun's laws of reverse flow; a packed powertrain holds the index (PQ.OVERRUN)
+OVERRUN = ("mirror", "turbine")
 OBS_CLIP = 10.0  # every scaled observation entry is clipped to [-OBS_CLIP, OBS_CLIP]
 SERIES_BELOW = 1e-4  # atan(x)/x and tanh(x)/x switch to their series below |x| < SERIES_BELOW
 

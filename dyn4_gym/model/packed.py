@@ -43,7 +43,10 @@ class PQ(IntEnum):
     ETA_I = 10  # indicated efficiency
     NG = 11  # forward gears
     REV = 12  # reverse ratio
-    G1 = 13  # first forward ratio
+    FUEL_CUT = 13  # 1: the combustion torque never below 0 (PowertrainParams.fuel_cut)
+    OVERRUN = 14  # reverse flow's law: its index in powertrain.OVERRUN (0 mirror, 1 turbine)
+    LOCKOUT = 15  # [m/s] the direction changes only below this speed (inf: at any)
+    G1 = 16  # first forward ratio
 
 
 # the rough ground kind's batched fields (ground.terrain.Terrain, without its scalar patch_edge)

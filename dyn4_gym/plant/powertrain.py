@@ -12,13 +12,16 @@ One substep (explicit in the powertrain, like LFDM's 18-DOF model it follows):
 1. gear selection (not differentiable): the direction selector picks reverse or first; in a
    forward gear the box shifts up when the turbine passes ``upshift_rpm`` and down below
    ``downshift_rpm``, at most once per ``shift_delay`` (the hysteresis is the gap between the two
-   speeds, one gear step apart, plus the delay);
+   speeds, one gear step apart, plus the delay); with ``reverse_lockout`` the direction changes
+   only below that speed;
 2. engine: ``T_e = theta T_map(rpm) + T_loss(rpm)``, with an idle governor that opens the throttle
    below ``idle_rpm``; fuel power ``max(theta T_map, 0) omega_e / eta_i`` (a Willans line: fuel
-   for the indicated torque, none on overrun or past the governor's cut);
+   for the indicated torque, none on overrun or past the governor's cut); with ``fuel_cut`` the
+   combustion torque is ``theta max(T_map, 0)``;
 3. torque converter at speed ratio ``SR = omega_t / omega_e``: pump torque ``(omega_e / K(SR))^2``,
    turbine torque ``TR(SR)`` times that; reverse flow (``SR > 1``, the wheels driving the engine)
-   mirrors it with ``TR = 1``;
+   mirrors it with ``TR = 1`` (``overrun="mirror"``), or (``overrun="turbine"``) is the same law
+   with the members swapped: ``(omega_t / K(omega_e / omega_t))^2``, ``TR = 1``;
 4. gearbox and driveline: ``F_drive = eff T_t / (ratio r)``, ``eff = eta_d`` when power flows to
    the wheels and ``1 / eta_d`` when it flows back (so the driveline always loses);
    ``omega_t = v_wheel / (ratio r)``; brakes ``F_brake = brake * 4 T_brake / r``;
@@ -41,10 +44,10 @@ import torch
 
 from .._checks import ConfigError
 from ..model.books import POWERTRAIN_LINES
-from ..model.constants import RPM
+from ..model.constants import OVERRUN, RPM
 from ..model.state import PT
 
-__all__ = ["PT", "PowertrainParams", "HUMVEE_POWERTRAIN", "HMMWV_CHRONO_POWERTRAIN", "PowertrainBooks", "PowertrainForces", "interp",
+__all__ = ["PT", "OVERRUN", "PowertrainParams", "HUMVEE_POWERTRAIN", "HMMWV_CHRONO_POWERTRAIN", "PowertrainBooks", "PowertrainForces", "interp",
            "powertrain_rest", "powertrain_at", "select_gear", "POWERTRAIN_LINES", "powertrain_forces", "crank_update", "powertrain_books", "gear_ratio"]
 
 
@@ -90,6 +93,16 @@ class PowertrainParams:
     indicated_efficiency: float  # fuel energy -> indicated work (Willans line), (0, 1)
     fuel_lhv: float  # [J/kg] lower heating value
     fuel_density: float  # [kg/L]
+    # The physical overrun (issue 45, opt-in: the defaults keep every earlier figure and golden).
+    # fuel_cut: the combustion torque ``theta T_map`` never goes below 0 (a governor cuts the fuel;
+    # friction is the losses map's alone). overrun: "mirror" drives reverse flow by the engine's
+    # speed (the forward law mirrored); "turbine" by the turbine's (the driving member drives: the
+    # converter's law with pump and turbine swapped), so its torque falls as the engine nears the
+    # turbine's speed. reverse_lockout [m/s]: the selector changes direction only below this speed
+    # (inf: at any speed).
+    fuel_cut: bool = False
+    overrun: str = "mirror"
+    reverse_lockout: float = math.inf
 
     def __post_init__(self):
         for name in ("torque_map", "losses_map", "capacity_map", "torque_ratio_map"):
@@ -122,6 +135,14 @@ class PowertrainParams:
                 raise ConfigError(f"PowertrainParams.{name} must be in (0, 1), got {v!r}")
         if any(k <= 0 for _, k in self.capacity_map):
             raise ConfigError("PowertrainParams.capacity_map must be positive")
+        if not isinstance(self.fuel_cut, bool):
+            raise ConfigError(f"PowertrainParams.fuel_cut must be a bool, got {self.fuel_cut!r}")
+        if self.overrun not in OVERRUN:
+            raise ConfigError(f"PowertrainParams.overrun must be one of {OVERRUN}, got {self.overrun!r}")
+        if isinstance(self.reverse_lockout, bool) or not (isinstance(self.reverse_lockout, (int, float))
+                                                          and self.reverse_lockout >= 0):
+            raise ConfigError(f"PowertrainParams.reverse_lockout must be a speed >= 0 [m/s] (inf: none), "
+                              f"got {self.reverse_lockout!r}")
 
     def _value(self, name: str):
         """Field ``name`` as a Python number for the checks; a :data:`DIFFERENTIABLE` field may be
@@ -269,8 +290,10 @@ def select_gear(s: torch.Tensor, direction: torch.Tensor, vx: torch.Tensor, pt: 
     """
     with torch.no_grad():
         gear, t = s[..., PT.GEAR], s[..., PT.T_SHIFT] + hdt
-        to_rev = (direction < 0) & (gear > 0)
-        to_fwd = (direction > 0) & (gear < 0)
+        # the direction changes below reverse_lockout only (written so that inf, the default, and a
+        # non-finite speed change it as before)
+        to_rev = (direction < 0) & (gear > 0) & ~(vx >= pt.reverse_lockout)
+        to_fwd = (direction > 0) & (gear < 0) & ~(vx <= -pt.reverse_lockout)
         rpm_t = vx / (gear_ratio(gear, pt) * pt.wheel_radius) * RPM
         ready = (gear > 0) & (t >= pt.shift_delay) & ~to_rev
         up = ready & (rpm_t > pt.upshift_rpm) & (gear < pt.n_gears)
@@ -309,15 +332,24 @@ def powertrain_forces(s: torch.Tensor, throttle: torch.Tensor, brake: torch.Tens
     rpm = w_e * RPM
     opening = ((pt.idle_rpm - rpm) / pt.idle_band_rpm).clamp(0.0, 1.0)
     theta = throttle + (1.0 - throttle) * opening
-    t_comb = theta * interp(rpm, pt.torque_map)
+    t_map = interp(rpm, pt.torque_map)
+    t_comb = theta * (t_map.clamp_min(0.0) if pt.fuel_cut else t_map)
     t_engine = t_comb + interp(rpm, pt.losses_map)
     fuel_power = t_comb.clamp_min(0.0) * w_e / pt.indicated_efficiency
     w_t = vx / (ratio * pt.wheel_radius)
     sr = w_t / w_e.clamp_min(1e-6)
     back = sr > 1.0
-    sigma = torch.where(back, 2.0 - sr, sr).clamp(0.0, 1.0)
+    if pt.overrun == "turbine":
+        # reverse flow driven by the turbine: the speed ratio of the driven member (the pump) to
+        # the driving one, and the turbine's speed in the capacity law (w_t > w_e >= 0 where back;
+        # elsewhere 1 stands in, so the branch not taken stays finite for the gradients)
+        w_drive = torch.where(back, w_t, w_e)
+        sigma = torch.where(back, w_e / torch.where(back, w_t, torch.ones_like(w_t)), sr).clamp(0.0, 1.0)
+    else:
+        w_drive = w_e
+        sigma = torch.where(back, 2.0 - sr, sr).clamp(0.0, 1.0)
     fade = ((1.0 - sigma) / (1.0 - pt.coupling_sr)).clamp(max=1.0)
-    t_pump = (w_e / interp(sigma, pt.capacity_map)) ** 2 * fade
+    t_pump = (w_drive / interp(sigma, pt.capacity_map)) ** 2 * fade
     t_pump = torch.where(back, -t_pump, t_pump)
     t_turbine = torch.where(back, t_pump, interp(sigma, pt.torque_ratio_map) * t_pump)
     eta = torch.as_tensor(pt.driveline_efficiency, dtype=w_t.dtype, device=w_t.device)  # a number or a 0-d tensor
