@@ -18,8 +18,8 @@ SHARE, QUANTILE = 0.25, 0.99
 
 
 def _states(p, B=6000, seed=0):
-    """Moving cars over the plant's range: a quarter below 3 m/s, body slip to +-0.3 rad (past the
-    tires' peak), yaw rates to 0.12 rad/m, any steer, drive -6 to +3 m/s^2."""
+    """Moving cars over the plant's range: a quarter below 3 m/s, body slip to +-0.3 rad, yaw
+    rates to 0.12 rad per metre travelled, any steer, drive -6 to +3 m/s^2."""
     g = torch.Generator().manual_seed(seed)
 
     def U(lo, hi):

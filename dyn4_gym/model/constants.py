@@ -32,8 +32,9 @@ SLIDE_ANGLE = math.pi / 2  # [rad] the slip angle of a patch sliding sideways: t
 # Extra secant passes of the implicit lateral step (a fixed count: no data-dependent loop), chosen
 # from its measured error (issue 49; tests/test_secant_count_issue49.py): the smallest count whose
 # iteration error in (vy, r) stays under a quarter of the step's own discretisation error (one step
-# of hdt = 0.01 s against two of hdt / 2, converged) for 99 % of 30,000 moving states, a quarter of
-# them past the tires' peak. 2 passes: 0.58 of it; 3: 0.12 (median 1e-8 m/s, worst 5.9e-4); 4: 0.03.
+# of hdt = 0.01 s against two of hdt / 2, converged) for 99 % of 30,000 moving states (a quarter
+# below 3 m/s, body slip to 0.3 rad, any steer). 2 passes: 0.58 of it; 3: 0.12 (median 1e-8 m/s,
+# worst 5.9e-4); 4: 0.03.
 N_SECANT = 3
 
 # ---- ground (ground/samplers.py, ground/terrain.py)
