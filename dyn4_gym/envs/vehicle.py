@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .._checks import ConfigError, check_range, is_num
 from ..model.constants import OVERRUN
 from ..plant import HUMVEE
@@ -77,8 +75,8 @@ POWERTRAIN_KEYS = {
 # key -> the check of its value
 POWERTRAIN_SWITCHES = {
     "fuel_cut": ("bool",),  # the combustion torque never below 0
-    "overrun": ("choice", OVERRUN),  # reverse flow's law: "mirror" (the default) or "turbine"
-    "reverse_lockout": ("num", 0.0, math.inf),  # [m/s] the direction changes only below it
+    "overrun": ("str", OVERRUN),  # reverse flow's law: "mirror" (the default) or "turbine"
+    "reverse_lockout": ("num_or_inf", 0.0, math.inf),  # [m/s] the direction changes only below it (inf: none)
 }
 
 
@@ -91,20 +89,7 @@ def validate_powertrain(powertrain, path: str) -> dict:
     for key, value in powertrain.items():
         p = f"{path}.{key}"
         if key in POWERTRAIN_SWITCHES:
-            kind, *rule = POWERTRAIN_SWITCHES[key]
-            if kind == "bool":
-                if not isinstance(value, (bool, np.bool_)):
-                    raise ConfigError(f"{p} must be true or false, got {value!r}")
-                out[key] = bool(value)
-            elif kind == "choice":
-                if value not in rule[0]:
-                    raise ConfigError(f"{p} must be one of {rule[0]}, got {value!r}")
-                out[key] = str(value)
-            else:
-                if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
-                        or not value >= rule[0]:
-                    raise ConfigError(f"{p} must be a number >= {rule[0]} (inf: none), got {value!r}")
-                out[key] = float(value)
+            out[key] = _checked(p, POWERTRAIN_SWITCHES[key], value)
             continue
         if key not in POWERTRAIN_KEYS:
             raise ConfigError(f"{p} is not a powertrain key (known: {sorted(POWERTRAIN_KEYS) + sorted(POWERTRAIN_SWITCHES)})")
@@ -112,6 +97,28 @@ def validate_powertrain(powertrain, path: str) -> dict:
         check_range(p, value, lo, hi)
         out[key] = float(value)
     return out
+
+
+def _checked(p: str, key_rule: tuple, value):
+    """``value`` of the key at dotted path ``p`` checked by its rule (``VEHICLE_KEYS``' form:
+    ``(kind, ...)``); returned with numbers as floats, else ``ConfigError``."""
+    kind, *rule = key_rule
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{p} must be true or false, got {value!r}")
+    elif kind == "str":
+        if value not in rule[0] or not isinstance(value, str):
+            raise ConfigError(f"{p} must be one of {rule[0]}, got {value!r}")
+    elif kind == "num_or_none" and value is None:
+        pass
+    elif kind == "lag" and is_num(value) and value == -1:
+        value = -1.0
+    elif kind == "num_or_inf" and is_num(value) and value == math.inf:
+        value = math.inf
+    else:
+        check_range(p, value, rule[0], rule[1])
+        value = float(value)
+    return value
 
 
 def validate_vehicle(vehicle, path: str) -> dict:
@@ -123,21 +130,7 @@ def validate_vehicle(vehicle, path: str) -> dict:
         p = f"{path}.{key}"
         if key not in VEHICLE_KEYS:
             raise ConfigError(f"{p} is not a vehicle key (known: {sorted(VEHICLE_KEYS)})")
-        kind, *rule = VEHICLE_KEYS[key]
-        if kind == "bool":
-            if not isinstance(value, bool):
-                raise ConfigError(f"{p} must be true or false, got {value!r}")
-        elif kind == "str":
-            if value not in rule[0] or not isinstance(value, str):
-                raise ConfigError(f"{p} must be one of {rule[0]}, got {value!r}")
-        elif kind == "num_or_none" and value is None:
-            pass
-        elif kind == "lag" and is_num(value) and value == -1:
-            value = -1.0
-        else:
-            check_range(p, value, rule[0], rule[1])
-            value = float(value)
-        out[key] = value
+        out[key] = _checked(p, VEHICLE_KEYS[key], value)
     wb = out.get("wheelbase", HUMVEE.wheelbase)
     if "cg_to_front" in out or "wheelbase" in out:
         lf = out.get("cg_to_front", HUMVEE.cg_to_front)
