@@ -101,6 +101,33 @@ def test_ahac_cuts_windows_at_stiff_steps_and_is_shac_without_them(tmp_path):
             SHACConfig(stiff_cut=bad).validate()
 
 
+def test_the_finite_horizon_critic_ends_the_horizon_at_the_step_limit(tmp_path):
+    """``SHACConfig.finite_horizon`` (issue 44, item 5): with the clock observed, a row truncated
+    at the step limit has finished, so the window's closing value is not bootstrapped there. With
+    every row truncated at the window's last step and a target critic that says C everywhere, the
+    two settings' actor losses differ by exactly gamma^h C / h (the bootstrap they disagree on),
+    with the same actions and rewards; an env without the clock is refused, as are non-bools."""
+    kw = dict(SMALL, time_budget=4.0, observe_clock=True, episode_steps=4)
+    cfg = SHACConfig(num_envs=3, horizon=4, critic_iters=1, gamma=1.0, seed=5)
+    c = 7.0
+    losses = []
+    for fh in (False, True):
+        agent = SHAC(replace(cfg, finite_horizon=fh), kw)
+        with torch.no_grad():
+            agent.target.net[-1].weight.zero_()
+            agent.target.net[-1].bias.fill_(c)
+        losses.append(agent.iteration()["actor_loss"])
+    assert losses[0] - losses[1] == pytest.approx(-c / cfg.horizon, rel=1e-5)
+    with pytest.raises(ValueError, match="observe_clock"):
+        SHAC(replace(cfg, finite_horizon=True), SMALL)
+    for bad in (1, "yes", None):
+        with pytest.raises(ValueError, match="finite_horizon"):
+            SHACConfig(finite_horizon=bad).validate()
+    agent = SHAC(replace(cfg, finite_horizon=True), kw)
+    agent.save(str(tmp_path / "f.pt"))
+    assert SHAC.load(str(tmp_path / "f.pt")).config.finite_horizon is True
+
+
 def test_save_load_and_resume(tmp_path):
     agent = SHAC(SHACConfig(num_envs=4, horizon=8, critic_iters=1), SMALL)
     agent.train(iterations=2, log=None)

@@ -97,6 +97,13 @@ class SHACConfig:
     edge_margin: float = 1.0  # [m] the corridor's barrier starts this far inside its edge
     roll_barrier: float = 0.0
     roll_frac: float = 0.8  # the roll barrier starts at this share of the env's roll_limit
+    # the finite-horizon critic (issue 44, item 5): the episode's step limit is the horizon's end,
+    # and the env observes the clock that counts down to it (observe_clock: the time left against
+    # the budget, which fixes the time to the limit), so a truncated row is a finished one: no
+    # bootstrap from the critic there, and with gamma = 1 the critic estimates the undiscounted
+    # return to go from the state and the time left. Needs an env with observe_clock (the eco
+    # tasks from -v1); False: a truncation bootstraps (the usual time-limit treatment)
+    finite_horizon: bool = False
     compile: bool = False  # torch.compile the env step with its backward (TaskCore.compiled_step)
     seed: int = 0
 
@@ -113,6 +120,8 @@ class SHACConfig:
                              f"got {self.hidden!r}")
         if not (isinstance(self.init_log_std, (int, float)) and -20.0 <= self.init_log_std <= 5.0):
             raise ValueError(f"SHACConfig.init_log_std must lie in [-20, 5], got {self.init_log_std!r}")
+        if not isinstance(self.finite_horizon, bool):
+            raise ValueError(f"SHACConfig.finite_horizon must be true or false, got {self.finite_horizon!r}")
         if self.pedals not in PEDALS:
             raise ValueError(f"SHACConfig.pedals must be one of {PEDALS}, got {self.pedals!r}")
         if not (isinstance(self.seed, int) and 0 <= self.seed < 2**63):
@@ -291,6 +300,9 @@ class SHAC:
         self.env_kwargs = dict(env_kwargs or {})
         torch.manual_seed(config.seed)
         self.env = Dyn4DiffEnv(num_envs=config.num_envs, **{**self.env_kwargs, **({"compile": True} if config.compile else {})})
+        if config.finite_horizon and not self.env.core.cfg.observe_clock:
+            raise ValueError("SHACConfig.finite_horizon needs an env that observes the clock (observe_clock=True, "
+                             "the eco tasks from -v1): without it the time left is not in the critic's input")
         obs_dim = self.env.obs_dim
         self.device = dev = self.env.core.device  # networks and buffers live where the env does
         self.norm = RunningNorm(obs_dim).to(dev)
@@ -336,6 +348,8 @@ class SHAC:
             shaped = r - self._barrier(info) if barriers else r  # the training reward: the task's, less the surrogates
             acc = acc + disc * shaped
             done = term | trunc
+            if c.finite_horizon:  # the step limit ends the horizon: a truncated row finished (no bootstrap)
+                term, trunc = done, torch.zeros_like(trunc)
             with torch.no_grad():
                 self._ep_ret += r.detach()
                 for group in ("reward_terms", "books"):
