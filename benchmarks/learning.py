@@ -56,6 +56,7 @@ import torch
 
 from dyn4_gym import ECO_CLOCK, ECO_V2, FLAT_GROUND, GRADE_FORCE, RACE, RACE_V1, cli, provenance
 from dyn4_gym.agents import PurePursuit, SHACConfig, shac_published
+from dyn4_gym.agents.race import RACE_V1_SHAC, RACE_V1_SHAC_BUDGET
 from dyn4_gym.agents.evaluation import EVAL_SEEDS, VALIDATION_SEEDS, evaluate, task_metric
 from dyn4_gym.agents.stats import bootstrap_ci, finish_rate, iqm, paired_ci, penalised_mean
 from dyn4_gym.agents.sb3_glue import load_zoo_config
@@ -82,7 +83,7 @@ BUDGETS = {"shac": 500_000, "ppo": 2_000_000, "sac": 300_000}
 # on the tasks at the limits: what fits a working day of this 2-core machine with 10 seeds
 LIMIT_BUDGETS = {"shac": 200_000, "ppo": 2_000_000, "sac": 200_000}
 # a task's own budget for a method where the ablation chose one (LIMIT_SHAC's note on Race-v1)
-LIMIT_BUDGET_OF = {("race_v1", "shac"): 1_000_000}
+LIMIT_BUDGET_OF = {("race_v1", "shac"): RACE_V1_SHAC_BUDGET}
 # seeds per method and task unless --seeds says otherwise: the 10 at the limits, 5 on v1
 # (derived from LIMITS, so a task added to TASKS has its count)
 SEEDS = {task: 10 if task in LIMITS else 5 for task in TASKS}
@@ -129,7 +130,7 @@ LIMIT_TRAIN_WEIGHTS["eco_v2"] = LIMIT_TRAIN_WEIGHTS["eco"]
 # (10 per m^2 from 1 m inside the edge, SHACConfig.edge_barrier) it finished its first courses at
 # 200k and, at 1M env steps (LIMIT_BUDGET_OF), 85 % [71, 98] of the validation courses, where
 # the same noise without the barrier finished none at 1M.
-LIMIT_SHAC = {"race": {}, "race_v1": {"init_log_std": -2.0, "edge_barrier": 10.0},
+LIMIT_SHAC = {"race": {}, "race_v1": dict(RACE_V1_SHAC),  # its home: agents/race.py (the main job's too)
               "eco": {"pedals": "symmetric", "init_log_std": -2.0, "num_envs": 16}}
 LIMIT_SHAC["eco_v2"] = LIMIT_SHAC["eco"]
 # Each method's training env on a task at the limits, besides LIMIT_TRAIN_WEIGHTS: the eco

@@ -350,12 +350,22 @@ def test_rl_zoo_trains_from_our_config(tmp_path):
 
 @pytest.mark.slow
 def test_main_job_and_demo_run(tmp_path):
-    """The main job on its default task, the race (against the min-time profile), and on v1
-    (against pure pursuit); then the demo."""
+    """The main job on its default task, Race-v1 (against the racing line and the oracle's stored
+    times), on Race-v0 (against the min-time profile too) and on v1 (against pure pursuit); then
+    the demo."""
     import json
 
-    r = _script("-m", "dyn4_gym", "--env-steps", "256", "--num-envs", "4", "--eval-seeds", "2", "--no-compile",
-                "--env-kwargs", '{"episode_steps": 60}', "--out", str(tmp_path / "race"))
+    r = _script("-m", "dyn4_gym", "--env-steps", "256", "--num-envs", "4", "--eval-seeds", "1", "--no-compile",
+                "--out", str(tmp_path / "race_v1"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Dyn4HumveeRace-v1" in r.stdout and "IQM time to finish" in r.stdout and "oracle" in r.stdout
+    ev = json.loads((tmp_path / "race_v1" / "evaluation.json").read_text())
+    assert ev["task"] == "Dyn4HumveeRace-v1" and ev["trained"]["courses"] == 1 and "baseline" not in ev
+    # the first held-out course as the benchmark measured it (docs/race_v1_line_baseline.json, the oracle's run)
+    assert ev["racing_line"]["times"] == [pytest.approx(53.05)] and ev["oracle"]["times"] == [pytest.approx(51.5)]
+    assert "vs_oracle" in ev["trained"] and 30.0 < ev["straight_line_time"] < 40.0  # 1 km floored: 33.75 s
+    r = _script("-m", "dyn4_gym", "--task", "race", "--env-steps", "256", "--num-envs", "4", "--eval-seeds", "2",
+                "--no-compile", "--env-kwargs", '{"episode_steps": 60}', "--out", str(tmp_path / "race"))
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Dyn4HumveeRace-v0" in r.stdout and "IQM time to finish" in r.stdout and "baseline" in r.stdout
     ev = json.loads((tmp_path / "race" / "evaluation.json").read_text())
@@ -363,7 +373,7 @@ def test_main_job_and_demo_run(tmp_path):
     assert ev["baseline"]["finished"] == 0  # 3 s is too short to finish 400 m: every time is unfinished (null)
     assert ev["racing_line"]["finished"] == 0 and ev["racing_line"]["mean_time"] == pytest.approx(3.0)
     assert 15.0 < ev["straight_line_time"] < 20.0  # 400 m floored from 10 m/s: measured 16.80 s
-    assert "racing line" in r.stdout and "floored straight line" in r.stdout
+    assert "racing line" in r.stdout and "floored straight line" in r.stdout and "oracle" not in ev
     assert ev["trained"]["times"] == [None, None] and (tmp_path / "race" / "main.png").exists()
     r = _script("-m", "dyn4_gym", "--task", "v1", "--seconds", "3", "--num-envs", "4", "--eval-seeds", "1",
                 "--no-compile", "--env-kwargs", '{"course": {"length": 40.0}, "episode_steps": 40}', "--out",

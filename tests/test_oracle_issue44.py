@@ -90,3 +90,25 @@ def test_a_resumed_oracle_goes_on_where_it_stopped():
     assert resumed.history[2]["best"] == whole.history[2]["best"]
     assert resumed.history[2]["loss"] == pytest.approx(whole.history[2]["loss"], rel=1e-12)
     assert np.array_equal(resumed.actions, whole.actions) and np.array_equal(resumed.time, whole.time)
+
+
+def test_the_shipped_oracle_times_are_the_benchmarks():
+    """The main job reads the oracle's held-out times from the package (``stored_times``): the
+    same numbers, course for course, as the runs that made the docs' figures
+    (docs/race_oracle.json, docs/race_v1_oracle.json); an unfinished course is inf, an unknown
+    task or a seed the run lacks gives None."""
+    import json
+    import os
+
+    from dyn4_gym.agents.oracle import stored_times
+
+    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
+    for env_id, name in (("Dyn4HumveeRace-v0", "race_oracle.json"), ("Dyn4HumveeRace-v1", "race_v1_oracle.json")):
+        with open(os.path.join(docs, name)) as f:
+            ref = json.load(f)
+        got = stored_times(env_id, ref["eval_seeds"])
+        want = np.array([np.inf if t is None else t for t in ref["times"]])
+        assert ref["task"] == env_id and np.array_equal(got, want)
+        assert np.array_equal(stored_times(env_id, ref["eval_seeds"][::-1][:3]), want[::-1][:3])
+    assert np.isinf(stored_times("Dyn4HumveeRace-v1", [10003])[0])
+    assert stored_times("Dyn4HumveeRace-v1", [0]) is None and stored_times("Dyn4HumveeEco-v2", [10000]) is None

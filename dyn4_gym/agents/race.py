@@ -37,7 +37,7 @@ from .classical import PurePursuit, PurePursuitParams
 
 __all__ = ["Envelope", "HUMVEE_ENVELOPE", "speed_profile", "RaceProfileParams", "RaceProfile", "RacingLineParams",
            "RacingLine", "RaceResult", "run_race_baseline", "straight_line_time", "truncation_time", "RACE_TUNED", "RACE_LINE_TUNED",
-           "RACE_V1_LINE_TUNED", "race_core", "race_start"]
+           "RACE_V1_LINE_TUNED", "RACE_V1_SHAC", "RACE_V1_SHAC_BUDGET", "race_core", "race_start"]
 
 
 @dataclass(frozen=True)
@@ -342,6 +342,11 @@ RACE_LINE_TUNED = RacingLineParams(margin=0.9, safety=1.25, lookahead_gain=0.4)
 # and on Dyn4HumveeRace-v1 (benchmarks/baselines.py race_v1_line, docs/race_v1_line_baseline.json;
 # tests/test_versions_issue44.py holds them equal)
 RACE_V1_LINE_TUNED = RacingLineParams(margin=0.9, safety=0.75, lookahead_gain=0.4)
+# SHAC's settings on Dyn4HumveeRace-v1 besides the paper's schedule (shac_published), and its
+# budget [env steps]: the learning benchmark's (benchmarks/learning.py LIMIT_SHAC, LIMIT_BUDGET_OF;
+# chosen by benchmarks/shac_ablation.py on the validation courses, docs/tasks.md) and the main job's
+RACE_V1_SHAC = {"init_log_std": -2.0, "edge_barrier": 10.0}
+RACE_V1_SHAC_BUDGET = 1_000_000
 
 
 @dataclass
