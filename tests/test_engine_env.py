@@ -95,7 +95,7 @@ def test_same_seed_same_actions_same_episodes_on_both_engines(task):
 
 
 DRIVER_LINES = ("supplied", "dissipated", "tire", "residual", "fuel", "powertrain", "engine", "converter", "driveline",
-                "drive", "brakes", "wheelspin")
+                "drive", "brakes", "wheelspin", "sliding")
 DRIVER_TERMS = ("progress", "speed", "energy", "fuel", "action_rate", "termination", "late")
 
 
@@ -113,13 +113,13 @@ def test_driver_variant_is_the_same_on_both_engines(task):
     assert _rel(nb["reward"], tc["reward"]) < 1e-9
     assert _rel(nb["terms"], tc["terms"]) < 1e-9
     assert np.max(np.abs(nb["books"] - tc["books"])) / 1e5 < 1e-9
-    # the powertrain's books close per step: fuel - powertrain = drive; supplied = drive - brakes - wheelspin
+    # the powertrain's books close per step: fuel - powertrain = drive; supplied = drive - brakes - wheelspin - sliding
     b = nb["books"]
     i = {k: j for j, k in enumerate(DRIVER_LINES)}
     flow = np.abs(b[..., i["fuel"]]) + np.abs(b[..., i["supplied"]]) + 1.0
     assert np.max(np.abs(b[..., i["fuel"]] - b[..., i["powertrain"]] - b[..., i["drive"]]) / flow) < 1e-9
-    assert np.max(np.abs(b[..., i["supplied"]] - b[..., i["drive"]] + b[..., i["brakes"]] + b[..., i["wheelspin"]])
-                  / flow) < 1e-9
+    assert np.max(np.abs(b[..., i["supplied"]] - b[..., i["drive"]] + b[..., i["brakes"]] + b[..., i["wheelspin"]]
+                         + b[..., i["sliding"]]) / flow) < 1e-9
     assert (b[..., i["fuel"]] >= 0).all() and b[..., i["fuel"]].sum() > 0
     assert (nb["terms"][..., DRIVER_TERMS.index("fuel")] <= 0).all()
     # observations carry the engine speed [krpm] and the gear

@@ -188,7 +188,8 @@ def _check_books(blocks, packed, hdt, drv, T):
     if drv:
         ref = blocks["dw"]
         scale = np.abs(ref.drive.numpy()) + np.abs(ref.brakes.numpy()) + 1.0
-        for k, name in ((DW.DRIVE, "drive"), (DW.BRAKES, "brakes"), (DW.WHEELSPIN, "wheelspin")):
+        for k, name in ((DW.DRIVE, "drive"), (DW.BRAKES, "brakes"), (DW.WHEELSPIN, "wheelspin"),
+                        (DW.SLIDING, "sliding")):
             err = np.max(np.abs(dw[:, k] - getattr(ref, name).numpy()) / scale)
             assert err < 1e-9, f"stage drive work ({name}): {err:.3g}"
         _close("drive work (v_drive)", dw[:, DW.V_DRIVE], ref.v_drive)

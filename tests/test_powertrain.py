@@ -205,8 +205,9 @@ def _books_close(rows, rel=1e-9):
     tot = {k: torch.stack([torch.as_tensor(r[k]) for r in rows]).sum(0) for k in rows[0]}
     flow = sum(r["supplied"].abs() + r["dissipated"].abs() + r["fuel"].abs() for r in rows)
     assert ((tot["fuel"] - tot["powertrain"] - tot["drive"]).abs() <= rel * flow).all()
-    assert ((tot["supplied"] - (tot["drive"] - tot["brakes"] - tot["wheelspin"])).abs() <= rel * flow).all()
-    for line in ("engine", "converter", "driveline", "brakes"):
+    assert ((tot["supplied"] - (tot["drive"] - tot["brakes"] - tot["wheelspin"] - tot["sliding"])).abs()
+            <= rel * flow).all()
+    for line in ("engine", "converter", "driveline", "brakes", "sliding"):
         assert (tot[line] >= -1e-9 * flow).all(), line
     return tot, flow
 

@@ -283,6 +283,7 @@ class DW(IntEnum):
     BRAKES = 1  # [J]
     WHEELSPIN = 2  # [J]
     V_DRIVE = 3  # [m/s] the drive-share weighted rolling speed at the midpoint
+    SLIDING = 4  # [J] the locked shares' patches sliding
 
 
 N_DW = len(DW)
@@ -720,7 +721,7 @@ def energy_row(x, P, hg, drv):
 @njit(cache=True, error_model="numpy", inline="always")
 def books_row(m, x, y, W, D, bk, dwork):
     """The substep ``x -> y``'s lines into ``bk`` (BOOK), from its forces (``W``) and data (``D``);
-    driven, its DriveWork ``(drive, brakes, wheelspin, v_drive)`` into ``dwork``. The ground at the
+    driven, its DriveWork ``(drive, brakes, wheelspin, v_drive, sliding)`` into ``dwork``. The ground at the
     step's end goes to ``W[MU1..SBY1]``."""
     b, P, T, hdt, grade, passive, drv = m.b, m.P, m.T, m.hdt, m.grade, m.passive, m.drv
     fd, fb, fz_sum, sgn, vx_free, drag = D[SD.FD], D[SD.FB], D[SD.FZ_SUM], D[SD.SGN], D[SD.VX_FREE], D[SD.DRAG]
@@ -731,7 +732,7 @@ def books_row(m, x, y, W, D, bk, dwork):
     qd0, qd1, qd2 = y[S.ZD], y[S.PHID], y[S.THETAD]
     pdm, tdm = 0.5 * (x[S.PHID] + qd1), 0.5 * (x[S.THETAD] + qd2)
     supplied = tire = lever = damper = through = spun = 0.0
-    v_drive = w_brake = w_spin = 0.0
+    v_drive = w_brake = w_spin = w_slide = 0.0
     for i in range(4):
         xw, yw, cd, sd = P[PK.X_W + i], P[PK.Y_W + i], W[W_.COSD, i], W[W_.SIND, i]
         fx, fy, hdot, cc = W[W_.FX, i], W[W_.FY, i], W[W_.HDOT, i], P[PK.DAMP + i]
@@ -741,8 +742,10 @@ def books_row(m, x, y, W, D, bk, dwork):
         if drv:
             di, bi = fd * P[PK.DRIVE_SHARE + i], fb * (W[W_.FZ, i] / fz_sum) * sgn
             v_drive += P[PK.DRIVE_SHARE + i] * yi
-            w_brake += bi * yi
-            w_spin += (di - bi - fx) * yi
+            lam = W[W_.LOCK, i]  # dyn4.drive_work: the locked share slides, its brakes do no work
+            w_brake += (1.0 - lam) * bi * yi
+            w_spin += (1.0 - lam) * (di - bi - fx) * yi
+            w_slide += lam * (di - fx) * yi
         tire += W[W_.FY0, i] * W[W_.N0, i] * vxm + fy * (W[W_.N1, i] * vym + W[W_.N2, i] * rm)
         lever += fy * h * (cd * pdm + sd * tdm)
         rel1 = qd0 + yw * qd1 - xw * qd2 - hdot
@@ -774,7 +777,7 @@ def books_row(m, x, y, W, D, bk, dwork):
     bk[BOOK.RESIDUAL] = dH - (supplied - dissipated + lever + gradew + ground + limiter + external)
     if drv:
         dwork[DW.DRIVE], dwork[DW.BRAKES], dwork[DW.WHEELSPIN] = hdt * fd * v_drive, hdt * w_brake, hdt * w_spin - spun
-        dwork[DW.V_DRIVE] = v_drive
+        dwork[DW.V_DRIVE], dwork[DW.SLIDING] = v_drive, hdt * w_slide
 
 
 # ---------------------------------------------------------------------------------- the whole substep

@@ -142,7 +142,7 @@ def drive_substep_row(m, pt, x, s, y, W, D, bk, pbk, pf, dwork):
     w0 = s[PT.OMEGA_E]
     w1 = w0 + hdt * (pf[PF.T_ENGINE] - pf[PF.T_PUMP]) / Q[PQ.J]
     s[PT.OMEGA_E] = w1
-    if m.books:  # powertrain.powertrain_books; dwork is the plant's DriveWork (drive, brakes, wheelspin, v_drive)
+    if m.books:  # powertrain.powertrain_books; dwork is the plant's DriveWork (drive, brakes, wheelspin, v_drive, sliding)
         w_m = 0.5 * (w0 + w1)
         w_t = dwork[DW.V_DRIVE] / (pf[PF.RATIO] * Q[PQ.R])
         fuel = hdt * pf[PF.FUEL_POWER]
@@ -153,6 +153,7 @@ def drive_substep_row(m, pt, x, s, y, W, D, bk, pbk, pf, dwork):
         pbk[PTB.FUEL], pbk[PTB.POWERTRAIN] = fuel, engine + crank + converter + driveline
         pbk[PTB.ENGINE], pbk[PTB.CRANK], pbk[PTB.CONVERTER], pbk[PTB.DRIVELINE] = engine, crank, converter, driveline
         pbk[PTB.DRIVE], pbk[PTB.BRAKES], pbk[PTB.WHEELSPIN] = dwork[DW.DRIVE], dwork[DW.BRAKES], dwork[DW.WHEELSPIN]
+        pbk[PTB.SLIDING] = dwork[DW.SLIDING]
 
 
 def _drive_rows_py(X0, PTS, DRV, packed, pt, hdt, want_books, T, X1, BK, PBK):

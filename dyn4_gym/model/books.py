@@ -17,7 +17,7 @@ BOOK = IntEnum("BOOK", [(n.upper(), i) for i, n in enumerate(BOOK_LINES)])
 BOOK.__doc__ = "Columns of one substep's plant books, in BOOK_LINES order."
 
 POWERTRAIN_LINES = ("fuel", "powertrain", "engine", "crank", "converter", "driveline", "drive", "brakes",
-                    "wheelspin")
+                    "wheelspin", "sliding")
 PTB = IntEnum("PTB", [(n.upper(), i) for i, n in enumerate(POWERTRAIN_LINES)])
 PTB.__doc__ = "Columns of one driven substep's powertrain books, in POWERTRAIN_LINES order."
 

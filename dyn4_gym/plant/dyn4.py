@@ -110,7 +110,8 @@ def dyn4_drive_step(x: torch.Tensor, steer_cmd: torch.Tensor, drive: torch.Tenso
     drive (``F_brake > |F_drive|``): they stop the car and hold it, in either direction.
 
     With ``books=True`` returns ``(x+, Books, DriveWork)``; :class:`DriveWork` splits ``supplied``
-    into the drive's work, the brakes' and the wheelspin (what the friction cap took).
+    into the drive's work, the brakes', the wheelspin (what the friction cap took) and the locked
+    wheels' sliding.
     """
     if not isinstance(steer_cmd, torch.Tensor):
         raise ValueError(f"steer_cmd must be a tensor (...), got {type(steer_cmd)}")
@@ -133,12 +134,14 @@ def dyn4_drive_step(x: torch.Tensor, steer_cmd: torch.Tensor, drive: torch.Tenso
 
 
 class DriveWork(NamedTuple):
-    """A driven substep's longitudinal work [J], each (...): ``supplied = drive - brakes - wheelspin``."""
+    """A driven substep's longitudinal work [J], each (...): ``supplied = drive - brakes - wheelspin
+    - sliding``."""
 
     drive: torch.Tensor  # the drive force's work at the contact patches (before the friction cap)
-    brakes: torch.Tensor  # dissipated by the brakes (>= 0)
-    wheelspin: torch.Tensor  # what the friction cap took from the requests (>= 0 up to O(hdt^2))
+    brakes: torch.Tensor  # the brakes' heat: their force at the rolling speed, on each wheel's rolling share (>= 0)
+    wheelspin: torch.Tensor  # what the friction cap took from a rolling wheel's requests (>= 0 up to O(hdt^2))
     v_drive: torch.Tensor  # [m/s] the drive-share weighted rolling speed at the midpoint
+    sliding: torch.Tensor  # the locked share's patch sliding: its force at the slip speed (>= 0)
 
 
 def drive_work(x, x1, f: Forces, pl, drive, p: Dyn4Params, hdt: float) -> DriveWork:
@@ -147,12 +150,18 @@ def drive_work(x, x1, f: Forces, pl, drive, p: Dyn4Params, hdt: float) -> DriveW
     D, Bk = driven_requests(drive, x[..., DYN4.VX], f.Fz, p)
     v_drive = (p.drive_share * y).sum(-1)
     work = hdt * drive[..., 0] * v_drive
-    brakes = hdt * (Bk * y).sum(-1)
-    # supplied = drive - brakes - wheelspin, with supplied's share that spun up the rotating parts
-    # along vx (energy.step_books): what stays is the friction cap's take, plus the rotating parts'
-    # share at the wheels' own speeds less at vx (zero on a straight line at a steady pitch)
-    wheelspin = hdt * ((D - Bk - f.Fx) * y).sum(-1) - spin_up(f.Fx, pl, x, x1, p, hdt)
-    return DriveWork(work, brakes, wheelspin, v_drive)
+    # a wheel's locked share (tire.lock_share) does not turn: its brakes do no work and its patch
+    # slides at the rolling speed, so what the tire takes there, (D - Fx) y, is sliding (issue 45,
+    # item 5: before, it was booked as brake heat and a negative wheelspin); the rolling share's
+    # lines are as they were, and the three sum to the same total
+    roll = 1.0 - f.lock
+    brakes = hdt * (roll * Bk * y).sum(-1)
+    sliding = hdt * (f.lock * (D - f.Fx) * y).sum(-1)
+    # supplied = drive - brakes - wheelspin - sliding, with supplied's share that spun up the
+    # rotating parts along vx (energy.step_books): what stays is the friction cap's take, plus the
+    # rotating parts' share at the wheels' own speeds less at vx (zero on a straight line at a steady pitch)
+    wheelspin = hdt * (roll * (D - Bk - f.Fx) * y).sum(-1) - spin_up(f.Fx, pl, x, x1, p, hdt)
+    return DriveWork(work, brakes, wheelspin, v_drive, sliding)
 
 
 def _check_f_ext(f_ext) -> None:

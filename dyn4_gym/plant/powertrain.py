@@ -30,7 +30,7 @@ One substep (explicit in the powertrain, like LFDM's 18-DOF model it follows):
 Everything but step 1 is differentiable (the maps are piecewise linear, the converter's torque
 is continuous through the coupling point). The books of a substep (:class:`PowertrainBooks`):
 ``fuel - powertrain = drive`` with ``powertrain = engine + crank + converter + driveline``, and
-the plant's ``supplied = drive - brakes - wheelspin``; both hold to rounding, because every work
+the plant's ``supplied = drive - brakes - wheelspin - sliding``; both hold to rounding, because every work
 is taken at the same midpoint speeds the plant's books use.
 """
 
@@ -368,7 +368,7 @@ def crank_update(s: torch.Tensor, pf: PowertrainForces, pt: PowertrainParams, hd
 @dataclass(frozen=True)
 class PowertrainBooks:
     """One driven substep's powertrain lines [J], each (...): ``fuel - powertrain = drive`` and
-    ``supplied = drive - brakes - wheelspin`` (the plant's books' ``supplied``)."""
+    ``supplied = drive - brakes - wheelspin - sliding`` (the plant's books' ``supplied``)."""
 
     fuel: torch.Tensor  # fuel energy burned (lower heating value)
     powertrain: torch.Tensor  # engine + crank + converter + driveline
@@ -378,7 +378,8 @@ class PowertrainBooks:
     driveline: torch.Tensor  # gearbox, transfer case and axles
     drive: torch.Tensor  # the drive force's work at the contact patches
     brakes: torch.Tensor  # the brakes' heat
-    wheelspin: torch.Tensor  # what the tires' friction cap took from the drive and brakes
+    wheelspin: torch.Tensor  # what the tires' friction cap took from the drive and brakes of rolling wheels
+    sliding: torch.Tensor  # locked wheels' patches sliding (their brakes do no work)
 
     def __add__(self, other: "PowertrainBooks") -> "PowertrainBooks":
         return PowertrainBooks(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
@@ -404,4 +405,4 @@ def powertrain_books(s: torch.Tensor, s1: torch.Tensor, pf: PowertrainForces, wo
     driveline = hdt * pf.t_turbine * w_t * (1.0 - pf.eff)
     return PowertrainBooks(fuel=fuel, powertrain=engine + crank + converter + driveline, engine=engine, crank=crank,
                            converter=converter, driveline=driveline, drive=work.drive, brakes=work.brakes,
-                           wheelspin=work.wheelspin)
+                           wheelspin=work.wheelspin, sliding=work.sliding)
