@@ -47,12 +47,16 @@ def measure(horizon: int, iters: int, seed: int) -> dict:
     return dict(horizon=horizon, iters=iters, first=per[0], median=float(np.median(per[1:] or per)), wall=wall)
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--horizons", nargs="+", type=cli.int_in(1, 2400), default=[40, 80, 120])
     ap.add_argument("--iters", type=cli.int_in(1, 100), default=4, help="iterations timed per horizon")
     ap.add_argument("--seed", type=int, default=VALIDATION_SEEDS[0])
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread; Race-v1 validation course {args.seed}, one car")
     print("| horizon [steps] | s per iteration (median) | control step at k = 1 | at k = 8 (the oracle's) |")
