@@ -80,7 +80,13 @@ VARIANTS = {"base": {},
             # left to its budget, which fixes the time to the step limit, so the limit is the
             # horizon's end (SHACConfig.finite_horizon: no bootstrap at truncation) and gamma = 1
             # weighs the fuel 30 s ahead as much as the next step's; all else the benchmark's
-            "gamma1+horizon": {"gamma": 1.0, "finite_horizon": True}}
+            "gamma1+horizon": {"gamma": 1.0, "finite_horizon": True},
+            # Eco-v2, the third (written down before it ran, after gamma1+horizon arrived late on
+            # two seeds of three): the other half of that suggestion, a longer window. The actor's
+            # gradient runs through 32 steps (1.6 s) of the plant; 128 (6.4 s) reaches the short
+            # end of the coast's 8-35 s payoff through the plant itself rather than the critic;
+            # the same env steps, so a quarter of the actor updates; all else the benchmark's
+            "window128": {"horizon": 128}}
 # what each evaluation adds beside the metric (ablation_diag.csv): where the runs fail. A course
 # ends finished, crashed (the corridor or the roll limit before the truncation) or still driving
 # at the truncation (too slow); mean_speed [m/s] over the time driven
