@@ -23,7 +23,6 @@ runs at <= 1 s per control step (``k = 1`` is already a weak optimiser: the orac
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
@@ -38,13 +37,12 @@ ORACLE_ITERS = 8  # the Race-v1 oracle's Adam iterations (docs/race_v1_oracle.js
 
 
 def measure(horizon: int, iters: int, seed: int) -> dict:
-    """Seconds per iteration (rollout and backward) at ``horizon`` steps, one car."""
-    t0 = time.perf_counter()
+    """Seconds per iteration (rollout and backward) at ``horizon`` steps, one car: the median past
+    the first iteration."""
     r = race_oracle([seed], task=RACE_V1, env_kwargs={"episode_steps": horizon},
                     params=OracleParams(iters=iters, starts=(RACE_V1_LINE_TUNED,)))
-    wall = time.perf_counter() - t0
     per = [h["seconds"] for h in r.history[:-1]]  # the last iteration only measures (no backward)
-    return dict(horizon=horizon, iters=iters, first=per[0], median=float(np.median(per[1:] or per)), wall=wall)
+    return dict(horizon=horizon, median=float(np.median(per[1:] or per)))
 
 
 def parse_args(argv=None) -> argparse.Namespace:

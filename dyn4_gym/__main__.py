@@ -21,15 +21,21 @@ import argparse
 import os
 import time
 
-from . import cli
+from . import RACE, RACE_V1, cli
 from .agents import SHAC, PurePursuit, SHACConfig, shac_published
-from .agents.race import RACE_V1_SHAC, RACE_V1_SHAC_BUDGET
+from .agents.race import RACE_LINE_TUNED, RACE_TUNED, RACE_V1_LINE_TUNED, RACE_V1_SHAC, RACE_V1_SHAC_BUDGET
 
 
 # each task's id and the main job's budget on it [env steps]: on Race-v1 the benchmark's (below
 # 1M its seeds finish few courses: docs/tasks.md, "SHAC's ablation on Race-v1")
 TASK_IDS = {"race_v1": "Dyn4HumveeRace-v1", "race": "Dyn4HumveeRace-v0", "v1": "Dyn4Humvee-v1"}
 ENV_STEPS = {"race_v1": RACE_V1_SHAC_BUDGET, "race": 200_000, "v1": 200_000}
+# each race's keyword arguments, its SHAC settings over the paper's schedule, and its classical
+# drivers by name (Race-v1: the racing line, the strongest; Race-v0 also the centre-line baseline)
+RACE_TASKS = {"race_v1": RACE_V1, "race": RACE}
+RACE_SHAC = {"race_v1": RACE_V1_SHAC, "race": {}}
+RACE_DRIVERS = {"race_v1": {"racing line": RACE_V1_LINE_TUNED},
+                "race": {"baseline": RACE_TUNED, "racing line": RACE_LINE_TUNED}}
 
 
 class Progress:
@@ -95,16 +101,14 @@ def main(argv=None) -> dict:
     from .agents.evaluation import EVAL_SEEDS, evaluate
 
     os.makedirs(args.out, exist_ok=True)
-    race = args.task != "v1"
+    race = args.task in RACE_TASKS
     seeds = EVAL_SEEDS[: args.eval_seeds or (len(EVAL_SEEDS) if race else 8)]
     budget = args.env_steps or ENV_STEPS[args.task]
     if race:
-        from . import RACE, RACE_V1
-
-        task = RACE_V1 if args.task == "race_v1" else RACE
+        task = RACE_TASKS[args.task]
         env_kwargs = {**{k: v for k, v in task.items() if k != "engine"}, **args.env_kwargs}
         config = shac_published(budget, seed=args.seed, compile=args.compile,
-                                **(RACE_V1_SHAC if args.task == "race_v1" else {}),
+                                **RACE_SHAC[args.task],
                                 **({"num_envs": args.num_envs} if args.num_envs else {}))
     else:
         env_kwargs = args.env_kwargs
@@ -129,7 +133,7 @@ def main(argv=None) -> dict:
     agent.save(os.path.join(args.out, "model.pt"))
     print(f"\nevaluating on {len(seeds)} held-out seeds ...")
     if race:
-        return _race_report(args, agent, task, name, env_kwargs, history, seeds, t0)
+        return _race_report(args, agent, task, name, RACE_DRIVERS[args.task], env_kwargs, history, seeds, t0)
     mine = evaluate(agent.policy, env_kwargs, seeds=seeds)
     ref = evaluate(PurePursuit.for_env(env_kwargs), env_kwargs, seeds=seeds)
     print(f"\n{'after ' + str(agent.env_steps) + ' env steps':34s}{'trained':>12s}{'classical':>12s}")
@@ -164,10 +168,10 @@ def main(argv=None) -> dict:
     return dict(trained=mine.row(), classical=ref.row(), plot=path)
 
 
-def _race_report(args, agent, task: dict, env_id: str, env_kwargs: dict, history, seeds, t0) -> dict:
+def _race_report(args, agent, task: dict, env_id: str, drivers: dict, env_kwargs: dict, history, seeds, t0) -> dict:
     """A race (``task``, registered as ``env_id``): the trained policy's and each classical
-    driver's time to finish per held-out course (-v0: the centre-line baseline and the racing
-    line; -v1: the racing line, the strongest classical driver, issue 44), the oracle's where the
+    driver's time to finish per held-out course (``drivers``: name -> its tuned parameters,
+    ``RACE_DRIVERS``), the oracle's where the
     benchmark measured it on these courses (``agents.oracle.stored_times``: the race as
     registered, no ``--env-kwargs``), the IQM over courses (an unfinished course counts as
     infinitely slow) with its 95 % bootstrap interval, the mean with an unfinished course at the
@@ -178,16 +182,12 @@ def _race_report(args, agent, task: dict, env_id: str, env_kwargs: dict, history
 
     from .agents.evaluation import evaluate
     from .agents.oracle import stored_times
-    from .agents.race import (RACE_LINE_TUNED, RACE_TUNED, RACE_V1_LINE_TUNED, run_race_baseline, straight_line_time,
-                              truncation_time)
+    from .agents.race import run_race_baseline, straight_line_time, truncation_time
     from .agents.stats import bootstrap_ci, iqm, paired_ci, penalised_mean
     from .envs import EnvConfig
 
-    v0 = env_id == "Dyn4HumveeRace-v0"
     mine = evaluate(agent.policy, env_kwargs, seeds=seeds)
     print("the classical drivers on the same courses (the racing line plans each course first) ...", flush=True)
-    drivers = {"baseline": RACE_TUNED} if v0 else {}
-    drivers["racing line"] = RACE_LINE_TUNED if v0 else RACE_V1_LINE_TUNED
     runs = {name: run_race_baseline(seeds, env_kwargs=args.env_kwargs, params=prm, task=task)
             for name, prm in drivers.items()}
     floor = straight_line_time(args.env_kwargs, task=task)

@@ -30,9 +30,9 @@ def _episode(env, policy, seed: int, max_steps: int):
 
 
 def record(policy, env_kwargs: dict, out: str, seed: int = 0, max_steps: int = 800, fps: int | None = None,
-           every: int = 1, scale: float = 1.0, env_id: str = "Dyn4Humvee-v1"):
-    """Write one episode of ``policy`` on ``env_id`` with ``env_kwargs`` over it to ``out`` (.mp4 or
-    .gif); returns ``(return, steps, info)``. A GIF keeps every ``every``-th frame, scaled by
+           every: int = 1, scale: float = 1.0, env_id: str | None = None):
+    """Write one episode of ``policy`` on ``env_id`` (``Dyn4Humvee-v1`` if None) with ``env_kwargs``
+    over it to ``out`` (.mp4 or .gif); returns ``(return, steps, info)``. A GIF keeps every ``every``-th frame, scaled by
     ``scale`` (smaller files for docs)."""
     import gymnasium as gym
 
@@ -40,7 +40,7 @@ def record(policy, env_kwargs: dict, out: str, seed: int = 0, max_steps: int = 8
 
     out = os.path.abspath(out)
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    env = gym.make(env_id, render_mode="rgb_array", **env_kwargs)
+    env = gym.make(env_id or "Dyn4Humvee-v1", render_mode="rgb_array", **env_kwargs)
     fps = fps or env.metadata["render_fps"]
     if out.endswith(".mp4"):
         from gymnasium.wrappers import RecordVideo
@@ -96,7 +96,7 @@ def main(argv=None):
     policy, name, env_kwargs = load_fitting_policy(args.policy, args.env_kwargs, env_id=args.env_id)
     # the id named, so its version (and Gymnasium's note on an out-of-date one) is the task's
     ret, steps, info = record(policy, env_kwargs, args.out, args.seed, args.max_steps, args.fps, args.every, args.scale,
-                              env_id=args.env_id or "Dyn4Humvee-v1")
+                              env_id=args.env_id)
     print(f"{name}, seed {args.seed}: return {ret:.1f} over {steps} steps "
           f"({'finished the course' if info.get('success') else 'did not finish'}) -> {args.out}")
     return 0
