@@ -10,58 +10,22 @@ growing with the damper's rate while the quarter-car's saturates at about the ti
 compression (measured in the note of the last test). The approximation is the plant's, measured,
 not hidden.
 
-The reference, written here: sprung mass ``m_s = Fz0 / g - m_u`` on the plant's own corner spring
-``k`` and damper ``c``; unsprung mass ``m_u`` on a point-contact tire spring ``kt`` that may lift
-off; the bump's profile under the wheel's centre line ``H (1 - d^2 / R^2)^2``; RK4 at 0.1 ms.
+The reference (:mod:`dyn4_gym.plant.quarter_car`, the gates' yardstick): sprung mass ``m_s = Fz0 /
+g - m_u`` on the plant's own corner spring ``k`` and damper ``c``; unsprung mass ``m_u`` on a
+point-contact tire spring ``kt`` that may lift off; the bump's profile under the wheel's centre
+line ``H (1 - d^2 / R^2)^2``; RK4 at 0.1 ms.
 """
 
-import json
 import math
-from importlib.resources import files
 
-import numpy as np
 import pytest
 import torch
 
 from dyn4_gym.plant import HUMVEE, dyn4_params
 from dyn4_gym.plant.manoeuvres import bump
+from dyn4_gym.plant.quarter_car import UNSPRUNG, quarter_car_peak, tire_stiffness
 
-# Chrono's HMMWV per corner (bundled hmmwv_chrono/*.json): spindle 14.705, upright 19.45, the
-# two control arms 5.813 and 23.965 (HMMWV_DoubleWishboneFront), rim 18.8 (HMMWV_Wheel), tire
-# 37.6 (HMMWV_TMeasyTire): everything below the springs, as Chrono's bodies carry it.
-UNSPRUNG = 14.705 + 19.45 + 5.813 + 23.965 + 18.8 + 37.6
 RADIUS, HEIGHT = 0.5, 0.1  # manoeuvres.bump's Bump
-
-
-def _tire_stiffness() -> float:
-    """LFDM's TMeasy vertical stiffness ``kt`` [N/m] (bundled hmmwv_lfdm/tmeasy.json, Chrono's HMMWV tire)."""
-    return float(json.loads(files("dyn4_gym").joinpath("data/hmmwv_lfdm/tmeasy.json").read_text())["kt"])
-
-
-def quarter_car_peak(v: float, fz0: float, k: float, c: float, m_u: float, kt: float, g: float = 9.81,
-                     dt: float = 1e-4) -> float:
-    """The quarter-car's peak tire load over its static load, driving at ``v`` [m/s] over the bump."""
-    m_s = fz0 / g - m_u
-
-    def ground(t):
-        d = v * t - 2.0 * RADIUS  # the bump's centre is reached one diameter after the start
-        return HEIGHT * (1 - d * d / RADIUS**2) ** 2 if abs(d) < RADIUS else 0.0
-
-    def rhs(t, s):
-        zs, vs, zu, vu = s  # displacements from static equilibrium [m], rates [m/s]
-        tire = max(fz0 + kt * (ground(t) - zu), 0.0)  # point contact: it may lift off
-        susp = fz0 - m_u * g + k * (zu - zs) + c * (vu - vs)
-        return np.array([vs, susp / m_s - g, vu, (tire - susp) / m_u - g])
-
-    s, t, peak = np.zeros(4), 0.0, fz0
-    for _ in range(int((4 * RADIUS / v + 1.0) / dt)):
-        k1 = rhs(t, s)
-        k2 = rhs(t + dt / 2, s + dt / 2 * k1)
-        k3 = rhs(t + dt / 2, s + dt / 2 * k2)
-        k4 = rhs(t + dt, s + dt * k3)
-        s, t = s + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4), t + dt
-        peak = max(peak, fz0 + kt * (ground(t) - s[2]))
-    return peak / fz0
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +37,7 @@ def p64():
 @pytest.mark.parametrize("v", [5.0, 10.0, 20.0])
 def test_peak_bump_load_within_25_percent_of_a_quarter_car(p64, v):
     plant = float(bump(p64, height=HEIGHT, v=v)["peak_ratio"][0])  # the front-left wheel crosses it
-    ref = quarter_car_peak(v, float(p64.Fz0[0]), float(p64.k[0]), float(p64.damp[0]), UNSPRUNG, _tire_stiffness())
+    ref = quarter_car_peak(v, float(p64.Fz0[0]), float(p64.k[0]), float(p64.damp[0]), UNSPRUNG, tire_stiffness())
     print(f"bump at {v:4.1f} m/s: peak load {plant:.2f} x static, quarter-car {ref:.2f} ({plant / ref - 1:+.1%})")
     assert abs(plant / ref - 1) < 0.25
 
@@ -81,7 +45,7 @@ def test_peak_bump_load_within_25_percent_of_a_quarter_car(p64, v):
 def test_the_quarter_car_reference_is_physical():
     """The reference itself: at walking pace the tire barely loads beyond static; faster, the peak
     rises and saturates toward the tire's full compression, ``1 + kt H / Fz0``."""
-    fz0, kt = 6519.0, _tire_stiffness()
+    fz0, kt = 6519.0, tire_stiffness()
     p = dyn4_params(HUMVEE, dtype=torch.float64)
     k, c = float(p.k[0]), float(p.damp[0])
     slow = quarter_car_peak(0.5, fz0, k, c, UNSPRUNG, kt, dt=5e-4)

@@ -18,7 +18,7 @@ from .energy import sum_books
 from .spec import HUMVEE
 from .state import DYN4
 
-__all__ = ["wheel_loads", "stop", "skidpad", "circle", "mu_split_stop", "bump", "weave", "kinematic_stop", "ramp_steer"]
+__all__ = ["wheel_loads", "stop", "skidpad", "circle", "mu_split_stop", "bump", "bump_peaks", "weave", "kinematic_stop", "ramp_steer"]
 
 
 def wheel_loads(x: torch.Tensor, p, g: Ground | None = None) -> torch.Tensor:
@@ -161,6 +161,28 @@ def bump(p, height: float = 0.1, v: float = 5.0, hdt: float = 0.01, t: float = 3
     peak = (Fz.max(0).values / p.Fz0).numpy()
     return dict(peak_ratio=peak, loads=Fz.numpy(), trace=torch.stack(trace, 0)[:, 0].numpy(), ground=g,
                 books=sum_books(books))
+
+
+@torch.no_grad()
+def bump_peaks(p, height: float = 0.1, radius: float = 0.5, v: float = 20.0, phases=(0.0,), hdt: float = 0.01,
+               t: float | None = None) -> np.ndarray:
+    """The front-left wheel's peak load over its static load ``(len(phases),)``, driving straight
+    at ``v`` over :func:`bump`'s bump of ``height`` and ``radius`` (length ``2 radius``), one row
+    a sample phase: row ``j`` starts ``phases[j] v hdt`` further back, so its substeps sample the
+    profile ``phases[j]`` of a step later (phases in [0, 1); issue 45's bump gate). ``t`` [s]
+    defaults to the front wheel's crossing plus 1 s."""
+    from ..ground import Bump
+
+    g = Bump(x=2.0 + v, y=float(p.y_w[..., 0]), height0=height, radius=radius)
+    shift = torch.tensor([-float(ph) * v * hdt for ph in phases], dtype=p.dtype)
+    x = _start(p, g, v, n=len(phases), X=shift)
+    t = (2.0 + v + radius - float(p.x_w[..., 0])) / v + 1.0 if t is None else t
+    peak = wheel_loads(x, p, g)[:, 0]
+    for _ in range(int(round(t / hdt))):
+        a_cmd = 2.0 * (v - x[:, DYN4.VX])
+        x = dyn4_step(x, torch.stack((torch.zeros_like(a_cmd), a_cmd), -1), p, g, hdt)
+        peak = torch.maximum(peak, wheel_loads(x, p, g)[:, 0])
+    return (peak / p.Fz0[..., 0]).numpy()
 
 
 @torch.no_grad()
