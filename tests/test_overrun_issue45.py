@@ -6,6 +6,8 @@ figure; tests/test_powertrain_engine.py holds the variant's two engines together
 
 from __future__ import annotations
 
+import math
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -71,6 +73,30 @@ def test_the_fuel_cut_keeps_the_throttle_from_braking_past_the_governor():
     new, new_fd = _slope(HMMWV_CHRONO, HMMWV_CHRONO_POWERTRAIN.replace(fuel_cut=True), *args[2:])
     assert old == pytest.approx(old_fd, rel=1e-4) and new == pytest.approx(new_fd, rel=1e-4)
     assert old < 0.0 < new, (old, new)
+
+
+def _gear_cells():
+    """Issue 45's gate grid: each preset, each forward gear from the speed where its turbine turns
+    at 1300 rpm (just above the downshift) and at 2450 (just below the upshift), and the top gear
+    past the map's governor (2800 rpm)."""
+    for name, spec, pt in (("M998", HUMVEE, HUMVEE_POWERTRAIN), ("Chrono", HMMWV_CHRONO, HMMWV_CHRONO_POWERTRAIN)):
+        for gear, ratio in enumerate(pt.gear_ratios, 1):
+            for rpm in (1300.0, 2450.0) + ((2800.0,) if gear == pt.n_gears else ()):
+                yield pytest.param(spec, pt, gear, rpm * math.pi / 30 * ratio * pt.wheel_radius, id=f"{name}-{gear}-{rpm:.0f}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec,pt,gear,v0", list(_gear_cells()))
+def test_coasting_at_pedal_0_more_throttle_goes_farther_in_every_gear(spec, pt, gear, v0):
+    """Issue 45, item 6's coasting gate, with the physical overrun (both switches): from each
+    gear's band, 3 s at throttle 0, d(distance)/d(throttle) > 0 by autograd, equal to the
+    one-sided difference. Without the switches the top gear past the governor gives -2.39 (M998)
+    and -3.05 m per unit (Chrono): the map's negative torque times the throttle."""
+    physical = pt.replace(overrun="turbine", fuel_cut=True)
+    assert int(powertrain_at(physical, torch.tensor(v0, dtype=D))[PT.GEAR]) == gear
+    slope, fd = _slope(spec, physical, v0, 0.0, 300)
+    assert slope == pytest.approx(fd, rel=1e-3)
+    assert slope > 0.0, (gear, v0, slope)
 
 
 @pytest.mark.parametrize("v0,lockout,reverses", [(25.0, float("inf"), True), (25.0, 1.5, False),
