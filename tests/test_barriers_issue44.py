@@ -108,3 +108,19 @@ def test_the_benchmark_trains_shac_on_race_v1_with_the_ablations_winner(load_scr
     ab = load_script("benchmarks/shac_ablation.py")
     base = ab.make_agent("race_v1", "base", 0, ab.BASE_BUDGET, False).config
     assert (base.init_log_std, base.edge_barrier, base.lr_decay_steps) == (-1.0, 0.0, 200_000)
+
+
+def test_an_observation_variant_is_trained_and_evaluated_with_its_sensors(load_script):
+    """An ablation variant's ``obs_env`` (window128+ahead: six ground points ahead) is in its
+    training env and its evaluation env alike, so the policy reads in evaluation what it learned
+    on; the other variants' evaluation env is the task as registered."""
+    import gymnasium as gym
+
+    ab = load_script("benchmarks/shac_ablation.py")
+    agent = ab.make_agent("eco_v2", "window128+ahead", 0, ab.BASE_BUDGET, False)
+    assert agent.config.horizon == 128
+    env_id = ab.L.TASKS["eco_v2"][0]
+    plain = gym.make(env_id, **ab.eval_env("eco_v2", "window128")).observation_space.shape[0]
+    ahead = gym.make(env_id, **ab.eval_env("eco_v2", "window128+ahead")).observation_space.shape[0]
+    assert ahead == plain + 12 == agent.env.obs_dim
+    assert ab.eval_env("eco_v2", "window128") == ab.L.env_kwargs_of("eco_v2", 0.0)
