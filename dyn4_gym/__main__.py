@@ -221,8 +221,10 @@ def _race_report(args, agent, task: dict, env_id: str, drivers: dict, env_kwargs
     verdicts = []
     for name, t in cols[1:]:
         g, lo, hi = paired_ci(mine.arrival, t, stat=lambda v: penalised_mean(v, cap))
-        verdicts.append(f"{abs(g):.1%} {'faster' if g > 0 else 'slower'} than the {name} in mean time "
-                        f"(paired 95 % CI {lo:+.1%} to {hi:+.1%})")
+        # below the printed precision a sign would claim more than the figure shows
+        how = f"as fast as the {name} (within 0.05 %)" if abs(g) < 5e-4 else \
+            f"{abs(g):.1%} {'faster' if g > 0 else 'slower'} than the {name}"
+        verdicts.append(f"{how} in mean time (paired 95 % CI {lo:+.1%} to {hi:+.1%})")
         fig_of["trained"][f"vs_{name.replace(' ', '_')}"] = dict(mean_gain=g, ci95=[lo, hi])
     others = ", ".join(f"the {name} {fig_of[name]['finished']}" for name, _ in cols[1:])
     print(f"\nthe trained policy finished {fig_of['trained']['finished']} of {len(seeds)} held-out race courses "
