@@ -88,3 +88,14 @@ def test_a_monkeypatched_run_class_is_what_make_run_builds(monkeypatch):
     monkeypatch.setattr(trainers, "_SB3Run", lambda *a: made.append(a) or "run")
     assert TRAINERS[sb3_trainers()[0]].make_run(SMALL_ENV, 3, {"n_envs": 2}) == "run"
     assert made == [(sb3_trainers()[0], {"n_envs": 2}, SMALL_ENV, 3)]
+
+
+def test_a_plant_run_compiles_as_its_config_says_unless_told():
+    """``make_run``'s ``compile`` left out is the config's own: a ``SHACConfig(compile=False)``
+    is not compiled behind the caller's back (it was: the default True overrode it)."""
+    from dyn4_gym.agents.shac import SHACConfig
+
+    run = TRAINERS["shac"].make_run(SMALL_ENV, 0, SHACConfig(num_envs=2, horizon=4, compile=False))
+    assert run.agent.config.compile is False and run.agent.env.core.cfg.compile is False
+    run = TRAINERS["shac"].make_run(SMALL_ENV, 0, SHACConfig(num_envs=2, horizon=4), compile=True)
+    assert run.agent.config.compile is True and run.agent.env.core.cfg.compile is True

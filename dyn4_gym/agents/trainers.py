@@ -56,9 +56,10 @@ class Trainer:
     tune_space: dict = field(default_factory=dict)  # agents/tune.py's sweep without --space
     tune_chunk: int = 1  # agents/tune.py's training between reports: iterations ("plant") or env steps ("sb3")
 
-    def make_run(self, env_kwargs: dict, seed: int, settings=None, compile: bool = True) -> Run:
+    def make_run(self, env_kwargs: dict, seed: int, settings=None, compile: bool | None = None) -> Run:
         """A fresh run on the env ``env_kwargs``: for a ``"plant"`` trainer ``settings`` is its
-        config (``SHACConfig``; None: the defaults) and ``compile`` its compiled step; for an
+        config (``SHACConfig``; None: the defaults) and ``compile`` its compiled step (None: the
+        config's own ``compile``, so a config that says False is not compiled behind it); for an
         ``"sb3"`` one, the RL Zoo hyperparameters (:func:`dyn4_gym.agents.sb3_glue.load_zoo_config`)."""
         if self.kind == "plant":
             return _PlantRun(env_kwargs, seed, settings, compile)
@@ -114,11 +115,13 @@ def sb3_trainers() -> tuple[str, ...]:
 
 
 class _PlantRun:
-    def __init__(self, env_kwargs: dict, seed: int, config=None, compile: bool = True):
+    def __init__(self, env_kwargs: dict, seed: int, config=None, compile: bool | None = None):
         import torch
 
         from .shac import SHAC, SHACConfig
 
+        config = config or SHACConfig()
+        compile = config.compile if compile is None else compile
         if compile:
             # each run's compiled step afresh: dynamo's recompile limit (8 a function) counts
             # across the runs of one process, and past it the step runs eager, slower and in other
@@ -127,7 +130,7 @@ class _PlantRun:
             # Inductor's disk cache keeps the recompiles cheap
             torch._dynamo.reset()
         self.trainer = TRAINERS["shac"]
-        self.agent = SHAC(dataclasses.replace(config or SHACConfig(), compile=compile, seed=seed), env_kwargs)
+        self.agent = SHAC(dataclasses.replace(config, compile=compile, seed=seed), env_kwargs)
 
     @property
     def env_steps(self) -> int:
