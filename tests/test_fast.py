@@ -28,6 +28,45 @@ def test_compiled_step_matches_eager_to_rounding():
     assert float(((xc - xe).abs() / scale).max()) < 1e-10
 
 
+def _windowed_run(env, policy, steps=16, window=5):
+    """A SHAC-style run: a new window (the state detached) every ``window`` steps, the rewards
+    summed and backpropagated into ``policy``. Returns the trace and the policy's gradients."""
+    obs = env.reset(seed=5)
+    trace, total = [], 0.0
+    for t in range(steps):
+        if t % window == 0:
+            obs = env.detach()  # a new window: the state no longer needs its gradient
+        obs, r, term, trunc, _ = env.step(torch.tanh(policy(obs)))
+        trace.append((obs.detach(), r.detach(), term | trunc))
+        total = total + r.sum()
+    total.backward()
+    return trace, [p.grad.clone() for p in policy.parameters()]
+
+
+def test_a_windowed_compiled_run_builds_one_graph_per_part(monkeypatch):
+    """With gradients, ``compile=True``'s two parts compile once each over windows, detaches,
+    first substeps and resets (every input that may carry a gradient enters as a leaf that
+    requires one, each sum its own tensor): two graphs, where the inputs' differing
+    ``requires_grad`` and aliasing made five (docs/speed.md). Counted with AOTAutograd's eager
+    backend, which traces forward and backward as Inductor does but compiles nothing."""
+    import functools
+
+    from torch._dynamo.utils import counters
+
+    from dyn4_gym.envs import Dyn4DiffEnv
+
+    monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="aot_eager"))
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    policy = torch.nn.Sequential(torch.nn.Linear(30, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2)).double()
+    env = Dyn4DiffEnv(num_envs=3, compile=True, dtype="float64", episode_steps=7, start_speed=12.0)
+    trace, grads = _windowed_run(env, policy)
+    assert sum(bool(d.any()) for *_, d in trace) >= 2  # resets happened inside the run
+    assert all(torch.isfinite(g).all() for g in grads)
+    assert counters["stats"]["unique_graphs"] == 2
+
+
 @pytest.mark.slow
 def test_compiled_env_step_matches_eager_with_gradients():
     """``compile=True`` (TaskCore.compiled_step, forward and backward compiled) gives the eager
@@ -48,16 +87,7 @@ def test_compiled_env_step_matches_eager_with_gradients():
         policy = torch.nn.Sequential(torch.nn.Linear(30, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2)).to(D)
         env = Dyn4DiffEnv(num_envs=3, compile=compiled, dtype="float64", episode_steps=7, start_speed=12.0,
                           reward_terms=(mine,), reward_weights={"mine": 1.0})
-        obs = env.reset(seed=5)
-        trace, total = [], 0.0
-        for t in range(16):
-            if t % 5 == 0:
-                obs = env.detach()  # a new window: the state no longer needs its gradient
-            obs, r, term, trunc, _ = env.step(torch.tanh(policy(obs)))
-            trace.append((obs.detach(), r.detach(), term | trunc))
-            total = total + r.sum()
-        total.backward()
-        runs[compiled] = trace, [p.grad.clone() for p in policy.parameters()]
+        runs[compiled] = _windowed_run(env, policy)
     (te, ge), (tc, gc) = runs[False], runs[True]
     if hasattr(eval_frame, "_debug_get_cache_entry_list"):  # torch's view of its compiled frames
         assert eval_frame._debug_get_cache_entry_list(evaluate_term.__code__) == []

@@ -373,7 +373,21 @@ class TaskCore:
             nonfinite = nonfinite | bad
         x = torch.where(nonfinite[:, None], torch.nan_to_num(x.detach(), nan=0.0, posinf=0.0, neginf=0.0), x)
         track = torch.is_grad_enabled() and (x.requires_grad or u.requires_grad)
-        carry = (x, state.pt, state.idx, state.s, zero, zero, acc)  # the last two: cross-track, course heading
+        if track and parts is not None:
+            # the compiled parts guard on each input's requires_grad: a window's first step (its
+            # state detached), a step's first substep (its sums fresh zeros) and the rest would
+            # each compile their own graph and backward (five in all, minutes each on a CPU). As
+            # leaves that require grad, the same values make one pattern, one graph each (and
+            # each sum its own tensor: the guards also tell shared inputs from distinct ones)
+            def fresh():
+                return torch.zeros_like(zero).requires_grad_()
+
+            x = _grad_leaf(x)
+            acc = (fresh(), fresh(), flag, flag.clone(), {k: fresh() for k in self.book_lines})
+            state = dataclasses.replace(state, **{k: _grad_leaf(getattr(state, k)) for k in _GRAD_FIELDS})
+            carry = (x, state.pt, state.idx, state.s, fresh(), fresh(), acc)
+        else:
+            carry = (x, state.pt, state.idx, state.s, zero, zero, acc)  # the last two: cross-track, course heading
         for _ in range(self.n_sub):
             if track:
                 # a row that turns non-finite in this substep keeps its state (_advance), but the
@@ -513,8 +527,9 @@ class TaskCore:
         :meth:`_finish` (the end checks, reward terms and observation), each with its backward
         when gradients are on. Between them, eager, only the substep loop and the gradient gate
         (:func:`finite_rows_grad`), which reads no tensor's value: the step makes no host sync.
-        Compiling takes minutes on two cores, once per batch size, dtype and grad mode (a
-        window's first step, from a detached state, is one more variant); Inductor caches the
+        Compiling takes minutes on two cores, once per batch size, dtype and grad mode (with
+        gradients, every input that may carry one enters as a leaf that does, so a window's
+        first step and a step's first substep reuse the graphs the rest compiled); Inductor caches the
         result on disk (its FX-graph and AOTAutograd caches, on by default), so a second process
         pays seconds. Falls back to eager, with a warning, where compilation fails (a user's reward
         term that torch.compile cannot trace, say).
@@ -531,6 +546,17 @@ class TaskCore:
             return self.step(state, action, parts=parts)
 
         return step
+
+
+# the state's fields that carry a gradient within a window (the plant's and powertrain's states,
+# the course projection's arc length, the last action); the rest never do
+_GRAD_FIELDS = ("x", "pt", "s", "prev_action")
+
+
+def _grad_leaf(t: torch.Tensor) -> torch.Tensor:
+    """``t`` if it requires grad, else its values as a leaf that does (a gradient into it goes
+    nowhere: the values and every other gradient are the same)."""
+    return t if t.requires_grad else t.detach().requires_grad_()
 
 
 def _guarded(fast, eager, broken: list):
