@@ -131,7 +131,8 @@ def test_the_whole_step_benchmark_counts_no_host_sync(load_script):
 
 def test_a_compiled_sync_free_env_steps_with_the_whole_step_compiled(monkeypatch):
     """``Dyn4DiffEnv(compile=True, sync_free=True)`` steps with ``torch.compile(whole_step,
-    fullgraph=True)``: the same episodes and gradients as the eager default path. torch.compile
+    fullgraph=True)``, one program for every step: the same episodes and gradients as the eager
+    default path. torch.compile
     is given Dynamo's eager backend here (the whole trace, any graph break an error, without
     Inductor's minutes of code generation on this CPU)."""
     calls = []
@@ -141,9 +142,16 @@ def test_a_compiled_sync_free_env_steps_with_the_whole_step_compiled(monkeypatch
         calls.append((getattr(fn, "__name__", ""), kw.get("fullgraph", False)))
         return real(fn, **{**kw, "backend": "eager"})
 
+    from torch._dynamo.utils import counters
+
     monkeypatch.setattr(torch, "compile", spy)
+    torch._dynamo.reset()
+    counters.clear()
     rec, g, _ = _episode(True, steps=8, compile=True)
     assert ("whole_step", True) in calls
+    # one program: the first step's state (no gradient yet) enters as leaves that require one,
+    # as every later step's state does (the inputs' requires_grad are guarded)
+    assert counters["stats"]["unique_graphs"] == 1
     rec_ref, g_ref, _ = _episode(False, steps=8)
     assert sum(int(d.sum()) for _, _, d, _ in rec_ref) >= 3
     for (o1, r1, d1, f1), (o2, r2, d2, f2) in zip(rec, rec_ref):

@@ -517,7 +517,16 @@ class TaskCore:
         minutes (208 s cold on a 2-core CPU for 256 rows without gradients, 11 s from Inductor's
         disk cache); falls back to eager with a warning where compilation fails, as
         :meth:`compiled_step`."""
-        return _guarded(torch.compile(self.whole_step, fullgraph=True, dynamic=False), self.whole_step, [])
+        fast = _guarded(torch.compile(self.whole_step, fullgraph=True, dynamic=False), self.whole_step, [])
+
+        def step(state: TaskState, action: torch.Tensor, bad: torch.Tensor | None = None):
+            if torch.is_grad_enabled() and (action.requires_grad or state.x.requires_grad):
+                # one program for a window's first step (its state detached) and the rest, as
+                # compiled_step's parts (the inputs' requires_grad are guarded)
+                state = dataclasses.replace(state, **{k: _grad_leaf(getattr(state, k)) for k in _GRAD_FIELDS})
+            return fast(state, action, bad)
+
+        return step
 
     def compiled_step(self):
         """``step`` with its two parts compiled by ``torch.compile``, same signature and results.
