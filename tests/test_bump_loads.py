@@ -25,7 +25,7 @@ from dyn4_gym.plant import HUMVEE, dyn4_params
 from dyn4_gym.plant.manoeuvres import bump
 from dyn4_gym.plant.quarter_car import UNSPRUNG, quarter_car_peak, tire_stiffness
 
-RADIUS, HEIGHT = 0.5, 0.1  # manoeuvres.bump's Bump
+HEIGHT = 0.1  # [m] the bump's height; manoeuvres.bump's radius is quarter_car_peak's default, 0.5 m
 
 
 @pytest.fixture(scope="module")

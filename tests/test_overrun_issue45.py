@@ -6,8 +6,6 @@ figure; tests/test_powertrain_engine.py holds the variant's two engines together
 
 from __future__ import annotations
 
-import math
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from dyn4_gym._checks import ConfigError
 from dyn4_gym.engine import numba_plant
 from dyn4_gym.engine.numba_powertrain import drive_step_np, pack_powertrain
 from dyn4_gym.ground import Flat
+from dyn4_gym.model.constants import RPM
 from dyn4_gym.model.state import DYN4 as S, PT
 from dyn4_gym.plant import HMMWV_CHRONO, HMMWV_CHRONO_POWERTRAIN, HUMVEE, dyn4_params, dyn4_rest
 from dyn4_gym.plant.drive import drive_rollout, drive_step
@@ -82,7 +81,7 @@ def _gear_cells():
     for name, spec, pt in (("M998", HUMVEE, HUMVEE_POWERTRAIN), ("Chrono", HMMWV_CHRONO, HMMWV_CHRONO_POWERTRAIN)):
         for gear, ratio in enumerate(pt.gear_ratios, 1):
             for rpm in (1300.0, 2450.0) + ((2800.0,) if gear == pt.n_gears else ()):
-                yield pytest.param(spec, pt, gear, rpm * math.pi / 30 * ratio * pt.wheel_radius, id=f"{name}-{gear}-{rpm:.0f}")
+                yield pytest.param(spec, pt, gear, rpm / RPM * ratio * pt.wheel_radius, id=f"{name}-{gear}-{rpm:.0f}")
 
 
 @pytest.mark.slow

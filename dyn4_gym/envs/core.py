@@ -384,7 +384,7 @@ class TaskCore:
 
             x = _grad_leaf(x)
             acc = (fresh(), fresh(), flag, flag.clone(), {k: fresh() for k in self.book_lines})
-            state = dataclasses.replace(state, **{k: _grad_leaf(getattr(state, k)) for k in _GRAD_FIELDS})
+            state = _with_grad_leaves(state)
             carry = (x, state.pt, state.idx, state.s, fresh(), fresh(), acc)
         else:
             carry = (x, state.pt, state.idx, state.s, zero, zero, acc)  # the last two: cross-track, course heading
@@ -523,7 +523,7 @@ class TaskCore:
             if torch.is_grad_enabled() and (action.requires_grad or state.x.requires_grad):
                 # one program for a window's first step (its state detached) and the rest, as
                 # compiled_step's parts (the inputs' requires_grad are guarded)
-                state = dataclasses.replace(state, **{k: _grad_leaf(getattr(state, k)) for k in _GRAD_FIELDS})
+                state = _with_grad_leaves(state)
             return fast(state, action, bad)
 
         return step
@@ -566,6 +566,12 @@ def _grad_leaf(t: torch.Tensor) -> torch.Tensor:
     """``t`` if it requires grad, else its values as a leaf that does (a gradient into it goes
     nowhere: the values and every other gradient are the same)."""
     return t if t.requires_grad else t.detach().requires_grad_()
+
+
+def _with_grad_leaves(state: TaskState) -> TaskState:
+    """``state`` with each of ``_GRAD_FIELDS`` a :func:`_grad_leaf`: what the compiled steps pass
+    their programs, so every step meets one ``requires_grad`` pattern."""
+    return dataclasses.replace(state, **{k: _grad_leaf(getattr(state, k)) for k in _GRAD_FIELDS})
 
 
 def _guarded(fast, eager, broken: list):

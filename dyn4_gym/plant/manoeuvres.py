@@ -176,7 +176,7 @@ def bump_peaks(p, height: float = 0.1, radius: float = 0.5, v: float = 20.0, pha
     g = Bump(x=2.0 + v, y=float(p.y_w[..., 0]), height0=height, radius=radius)
     shift = torch.tensor([-float(ph) * v * hdt for ph in phases], dtype=p.dtype)
     x = _start(p, g, v, n=len(phases), X=shift)
-    t = (2.0 + v + radius - float(p.x_w[..., 0])) / v + 1.0 if t is None else t
+    t = (g.x + radius - float(p.x_w[..., 0])) / v + 1.0 if t is None else t
     peak = wheel_loads(x, p, g)[:, 0]
     for _ in range(int(round(t / hdt))):
         a_cmd = 2.0 * (v - x[:, DYN4.VX])
