@@ -389,21 +389,31 @@ def plan_policy(cfg: EnvConfig, plans: list[SpeedPlan], params=EcoPlanParams()):
         i = (torch.searchsorted(arc, q.unsqueeze(1)).squeeze(1) - 1).clamp(0, n - 1)
         return table.gather(1, i[:, None])[:, 0]
 
-    def policy(obs):
+    ds = arc[:, 1:] - arc[:, :-1]
+
+    def clock_of(v):  # the clock of speeds v (B, n) at the stations, as dp_speed_plan's: ds over the mean speed
+        return torch.cat((torch.zeros_like(v[:, :1]), (ds / (0.5 * (v[:, 1:] + v[:, :-1])).clamp_min(1e-3)).cumsum(1)), 1)
+
+    def policy(obs, speed_table=None):
+        """The pedals and steer for ``obs (B, n_obs)``; ``speed_table (B, n)`` [m/s] in place of
+        the plans' speeds at their stations (``policy.tables["speed"]``), the plan's clock
+        recomputed from it (the eco oracle's decision variable; differentiable)."""
         if obs.shape[0] != len(plans):
             raise ValueError(f"plan_policy planned {len(plans)} courses, got {obs.shape[0]} rows")
+        spd, clk = (speed, clock) if speed_table is None else (speed_table, clock_of(speed_table))
         o = obs.to(torch.float64)
         t = budget - o[:, i_left] * s_left
         s = goal * (o[:, i_lead] * s_lead + t) / budget
         vx = o[:, i_vx] * s_vx
-        late = (t - at(clock, s)).clamp_min(0.0)
+        late = (t - at(clk, s)).clamp_min(0.0)
         ahead = s + lead * vx.clamp_min(0.0)
-        v_ref = at(speed, ahead) + late_gain * late
+        v_ref = at(spd, ahead) + late_gain * late
         err = v_ref - vx
         th = (step_value(throttle, ahead) + gain * err).clamp(0.0, 1.0)
         brake = (gain * (-err - deadband)).clamp(0.0, 1.0)
         return torch.stack((steer(obs)[:, 0].to(torch.float64), th, brake), -1).to(obs.dtype)
 
+    policy.tables = dict(arc=arc, speed=speed, clock=clock)  # (B, n) each, the last value held past a course's end
     return policy
 
 
