@@ -101,7 +101,7 @@ def test_ahac_cuts_windows_at_stiff_steps_and_is_shac_without_them(tmp_path):
             SHACConfig(stiff_cut=bad).validate()
 
 
-def test_the_finite_horizon_critic_ends_the_horizon_at_the_step_limit(tmp_path):
+def test_the_finite_horizon_critic_ends_the_horizon_at_the_step_limit(tmp_path, monkeypatch):
     """``SHACConfig.finite_horizon`` (issue 44, item 5): with the clock observed, a row truncated
     at the step limit has finished, so the window's closing value is not bootstrapped there. With
     every row truncated at the window's last step and a target critic that says C everywhere, the
@@ -118,8 +118,12 @@ def test_the_finite_horizon_critic_ends_the_horizon_at_the_step_limit(tmp_path):
             agent.target.net[-1].bias.fill_(c)
         losses.append(agent.iteration()["actor_loss"])
     assert losses[0] - losses[1] == pytest.approx(-c / cfg.horizon, rel=1e-5)
-    with pytest.raises(ValueError, match="observe_clock"):
-        SHAC(replace(cfg, finite_horizon=True), SMALL)
+    import dyn4_gym.agents.shac as shac_module
+
+    with monkeypatch.context() as m:  # refused before any env is built
+        m.setattr(shac_module, "Dyn4DiffEnv", lambda *a, **k: pytest.fail("built an env it then refused"))
+        with pytest.raises(ValueError, match="observe_clock"):
+            SHAC(replace(cfg, finite_horizon=True), SMALL)
     for bad in (1, "yes", None):
         with pytest.raises(ValueError, match="finite_horizon"):
             SHACConfig(finite_horizon=bad).validate()

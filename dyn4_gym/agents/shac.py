@@ -32,7 +32,7 @@ from torch import nn
 
 from .._checks import CheckpointError
 from ..cli import strict_json
-from ..envs import Dyn4DiffEnv
+from ..envs import Dyn4DiffEnv, EnvConfig
 from ..model.task import obs_scale
 from .barriers import termination_barrier
 
@@ -298,11 +298,12 @@ class SHAC:
         config.validate()
         self.config = config
         self.env_kwargs = dict(env_kwargs or {})
-        torch.manual_seed(config.seed)
-        self.env = Dyn4DiffEnv(num_envs=config.num_envs, **{**self.env_kwargs, **({"compile": True} if config.compile else {})})
-        if config.finite_horizon and not self.env.core.cfg.observe_clock:
+        # refused before the env is built (a compiled env's first build is the costly part)
+        if config.finite_horizon and not EnvConfig.from_dict(self.env_kwargs).observe_clock:
             raise ValueError("SHACConfig.finite_horizon needs an env that observes the clock (observe_clock=True, "
                              "the eco tasks from -v1): without it the time left is not in the critic's input")
+        torch.manual_seed(config.seed)
+        self.env = Dyn4DiffEnv(num_envs=config.num_envs, **{**self.env_kwargs, **({"compile": True} if config.compile else {})})
         obs_dim = self.env.obs_dim
         self.device = dev = self.env.core.device  # networks and buffers live where the env does
         self.norm = RunningNorm(obs_dim).to(dev)
