@@ -26,6 +26,15 @@ from dyn4_gym import cli
 from dyn4_gym.envs import Dyn4DiffEnv, Dyn4VectorEnv, RewardTerm
 
 SECONDS = 2.0
+# the ids measured: the current versions (docs/env.md, "Versions"); the vector, kernel and
+# differentiable rows run the same task through the id's registered keyword arguments
+ENV_ID, DRIVER_ID = "Dyn4Humvee-v2", "Dyn4HumveeDriver-v2"
+LIMIT_IDS = ("Dyn4HumveeRace-v1", "Dyn4HumveeEco-v2")
+
+
+def id_kwargs(env_id: str = ENV_ID) -> dict:
+    """The keyword arguments ``env_id`` is registered with (its task), engine left to the caller."""
+    return {k: v for k, v in gym.spec(env_id).kwargs.items() if k != "engine"}
 
 
 def _rate(step, n_rows, min_iter=3):
@@ -42,7 +51,7 @@ SENSOR_ROWS = (("9 range finders", {"beams": 9}),
                ("9 range finders and a 4 x 4 ground patch", {"beams": 9, "patch_rows": 4, "patch_cols": 4}))
 
 
-def bench_single(env_id="Dyn4Humvee-v1", **kw):
+def bench_single(env_id=ENV_ID, **kw):
     """``gym.make`` with its default wrappers, random actions from the action space, resets."""
     env = gym.make(env_id, **kw)
     t0 = time.perf_counter()
@@ -62,8 +71,8 @@ def bench_single(env_id="Dyn4Humvee-v1", **kw):
     return _rate(step, 1), first
 
 
-def bench_vector(n, **kw):
-    env = Dyn4VectorEnv(num_envs=n, **kw)
+def bench_vector(n, env_id=ENV_ID, **kw):
+    env = Dyn4VectorEnv(num_envs=n, **{**id_kwargs(env_id), **kw})
     t0 = time.perf_counter()
     env.reset(seed=0)
     rng = np.random.default_rng(0)
@@ -83,7 +92,7 @@ def bench_vector(n, **kw):
 def bench_render(size=480):
     """Frames per second of ``render()`` (rgb_array, ``size`` x ``size``) on a single env that
     drives between frames, and the same env's steps per second without rendering."""
-    env = gym.make("Dyn4Humvee-v1", render_mode="rgb_array")
+    env = gym.make(ENV_ID, render_mode="rgb_array")
     env.reset(seed=0)
     a = np.array([0.1, 0.4], dtype=np.float32)
 
@@ -117,22 +126,22 @@ def _sb3_rate(env, n):
 def bench_sb3(n, **kw):
     from dyn4_gym.envs.sb3 import Dyn4SB3VecEnv
 
-    return _sb3_rate(Dyn4SB3VecEnv(num_envs=n, **kw), n)
+    return _sb3_rate(Dyn4SB3VecEnv(num_envs=n, **{**id_kwargs(), **kw}), n)
 
 
 def bench_make_vec_env(n=8, **kw):
     from stable_baselines3.common.env_util import make_vec_env
 
-    return _sb3_rate(make_vec_env("Dyn4Humvee-v1", n_envs=n, seed=0, env_kwargs=kw), n)
+    return _sb3_rate(make_vec_env(ENV_ID, n_envs=n, seed=0, env_kwargs=kw), n)
 
 
 def bench_kernel(B):
-    """Plant substeps per second in the Numba kernel (books on), rows of the default task."""
+    """Plant substeps per second in the Numba kernel (books on), rows of ``ENV_ID``'s task."""
     from dyn4_gym.engine import numba_plant as npl
     from dyn4_gym.envs.engines import NumbaEngine
     from dyn4_gym.envs import TaskCore, EnvConfig
 
-    eng = NumbaEngine(TaskCore(EnvConfig()))
+    eng = NumbaEngine(TaskCore(EnvConfig.from_dict(id_kwargs())))
     st = eng.new_state(np.arange(B), np.zeros(B, dtype=np.int64))
     u = np.zeros((B, 2))
     x = st.x.copy()
@@ -143,7 +152,7 @@ def bench_kernel(B):
 def bench_diff(n=256, window=32, compile=False):
     """Env steps per second through ``Dyn4DiffEnv``, forward and backward over a window; compiled:
     the first windows (compiling, or loading Inductor's disk cache) are not timed."""
-    env = Dyn4DiffEnv(num_envs=n, compile=compile)
+    env = Dyn4DiffEnv(num_envs=n, compile=compile, **id_kwargs())
     obs = env.reset(seed=0)
     policy = torch.nn.Sequential(torch.nn.Linear(obs.shape[1], 64), torch.nn.Tanh(), torch.nn.Linear(64, 2),
                                  torch.nn.Tanh())
@@ -171,11 +180,11 @@ _FIRST = """
 import time
 t0 = time.perf_counter()
 import gymnasium as gym, numpy as np, dyn4_gym
-env = gym.make("Dyn4Humvee-v1")
+env = gym.make("{id}")
 env.reset(seed=0)
 env.step(env.action_space.sample())
 t1 = time.perf_counter()
-v = gym.make_vec("Dyn4Humvee-v1", num_envs=4096)
+v = gym.make_vec("{id}", num_envs=4096)
 v.reset(seed=0)
 v.step(np.zeros((4096, 2), np.float32))
 print(t1 - t0, time.perf_counter() - t1)
@@ -191,19 +200,19 @@ def first_calls():
 
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        out = [tuple(float(v) for v in subprocess.run([sys.executable, "-c", _FIRST], env=env, check=True,
+        out = [tuple(float(v) for v in subprocess.run([sys.executable, "-c", _FIRST.replace("{id}", ENV_ID)], env=env, check=True,
                                                        capture_output=True, text=True).stdout.split())
                for _ in range(2)]
     return out
 
 
 def bench_ppo(engine: str, steps: int = 8192, n_envs: int = 8):
-    """SB3 PPO as a tutorial writes it, ``make_vec_env("Dyn4Humvee-v1", n_envs=8)``: env steps
+    """SB3 PPO as a tutorial writes it, ``make_vec_env(ENV_ID, n_envs=8)``: env steps
     per second of ``learn`` (rollouts and updates)."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
-    env = make_vec_env("Dyn4Humvee-v1", n_envs=n_envs, seed=0, env_kwargs={"engine": engine})
+    env = make_vec_env(ENV_ID, n_envs=n_envs, seed=0, env_kwargs={"engine": engine})
     model = PPO("MlpPolicy", env, n_steps=256, batch_size=256, n_epochs=4, seed=0, device="cpu", verbose=0)
     t0 = time.perf_counter()
     model.learn(total_timesteps=steps)
@@ -225,9 +234,9 @@ def parse_args(argv=None):
     ap.add_argument("--no-torch", action="store_true", help="skip the torch engine's rows")
     ap.add_argument("--sensors", action="store_true", help="add the single env with the optional sensors (range "
                     "finders, a ground patch)")
-    ap.add_argument("--driver", action="store_true", help="add the driver variant (Dyn4HumveeDriver-v1) rows")
+    ap.add_argument("--driver", action="store_true", help=f"add the driver variant ({DRIVER_ID}) rows")
     ap.add_argument("--limits", action="store_true", help="add the single env of the race and eco tasks "
-                                                         "(Dyn4HumveeRace-v0, Dyn4HumveeEco-v1: the benchmark's)")
+                                                         f"({', '.join(LIMIT_IDS)}: the benchmark's)")
     ap.add_argument("--ppo", action="store_true", help="SB3 PPO on make_vec_env(n_envs=8), both engines")
     ap.add_argument("--first-call", action="store_true", help="time a new process's first step, cold and warm cache")
     ap.add_argument("--render", action="store_true", help="add render() frames per second (rgb_array, 480 x 480)")
@@ -261,7 +270,7 @@ def main(argv=None):
 
     print(f"{rows[0][0]:48s} {pend:12,.0f}")
     r, first = bench_single()
-    add("numba: single env, gym.make", r, first, "pend")
+    add(f"numba: single env, gym.make({ENV_ID!r})", r, first, "pend")
     if args.custom_term:
         r, _ = bench_single(reward_terms=(RewardTerm("lateral", _lateral),), reward_weights={"lateral": 0.1})
         add("numba: single env + 1 custom reward term", r, None, "pend")
@@ -272,17 +281,17 @@ def main(argv=None):
         r, _ = bench_vector(max(args.rows), sensors=SENSOR_ROWS[-1][1])
         add(f"numba: make_vec, {max(args.rows)} rows + {SENSOR_ROWS[-1][0]}", r, None, "pend")
     if args.driver:
-        r, first = bench_single("Dyn4HumveeDriver-v1")
-        add("numba: single env, Dyn4HumveeDriver-v1", r, first, "pend")
+        r, first = bench_single(DRIVER_ID)
+        add(f"numba: single env, {DRIVER_ID}", r, first, "pend")
     if args.limits:  # the race task also samples the friction at its five preview points
-        for env_id in ("Dyn4HumveeRace-v0", "Dyn4HumveeEco-v1"):
+        for env_id in LIMIT_IDS:
             r, first = bench_single(env_id)
             add(f"numba: single env, {env_id}", r, first, "pend")
     for n in args.rows:
         r, first = bench_vector(n)
         add(f"numba: make_vec, {n} rows", r, first, "pend")
         if args.driver:
-            r, first = bench_vector(n, action="driver")
+            r, first = bench_vector(n, DRIVER_ID)
             add(f"numba: make_vec, {n} rows, driver", r, first, "pend")
     if args.render:
         fps, steps = bench_render()
