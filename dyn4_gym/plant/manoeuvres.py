@@ -140,20 +140,31 @@ def mu_split_stop(p, g: Ground, v0: float = 20.0, hdt: float = 0.01, t: float = 
 
 
 @torch.no_grad()
+def _bump_ahead(p, v: float, height: float, radius: float):
+    """The bump of :func:`bump` and :func:`bump_peaks`: on the front-left wheel's track, its
+    centre ``2 + v`` m ahead of the origin (a second's drive from a car started there at ``v``)."""
+    from ..ground import Bump
+
+    return Bump(x=2.0 + v, y=float(p.y_w[..., 0]), height0=height, radius=radius)
+
+
+def _hold_speed(x, v: float, p, g, hdt: float, books: bool = False):
+    """One straight substep with the speed held at ``v`` (a proportional loop, 2/s)."""
+    a_cmd = 2.0 * (v - x[:, DYN4.VX])
+    return dyn4_step(x, torch.stack((torch.zeros_like(a_cmd), a_cmd), -1), p, g, hdt, books=books)
+
+
 def bump(p, height: float = 0.1, v: float = 5.0, hdt: float = 0.01, t: float = 3.0) -> dict:
     """Drive straight at ``v`` over a bump under the front-left wheel's track.
 
     Returns the peak load of each wheel over its static load, and the load trace.
     """
-    from ..ground import Bump
-
-    g = Bump(x=2.0 + v, y=float(p.y_w[..., 0]), height0=height, radius=0.5)
+    g = _bump_ahead(p, v, height, 0.5)
     x = _start(p, g, v, X=0.0)
     loads = [wheel_loads(x, p, g)]
     trace, books = [x], []
     for _ in range(int(t / hdt)):
-        a_cmd = 2.0 * (v - x[:, DYN4.VX])
-        x, b = dyn4_step(x, torch.stack((torch.zeros_like(a_cmd), a_cmd), -1), p, g, hdt, books=True)
+        x, b = _hold_speed(x, v, p, g, hdt, books=True)
         loads.append(wheel_loads(x, p, g))
         trace.append(x)
         books.append(b)
@@ -171,16 +182,13 @@ def bump_peaks(p, height: float = 0.1, radius: float = 0.5, v: float = 20.0, pha
     a sample phase: row ``j`` starts ``phases[j] v hdt`` further back, so its substeps sample the
     profile ``phases[j]`` of a step later (phases in [0, 1); issue 45's bump gate). ``t`` [s]
     defaults to the front wheel's crossing plus 1 s."""
-    from ..ground import Bump
-
-    g = Bump(x=2.0 + v, y=float(p.y_w[..., 0]), height0=height, radius=radius)
+    g = _bump_ahead(p, v, height, radius)
     shift = torch.tensor([-float(ph) * v * hdt for ph in phases], dtype=p.dtype)
     x = _start(p, g, v, n=len(phases), X=shift)
     t = (g.x + radius - float(p.x_w[..., 0])) / v + 1.0 if t is None else t
     peak = wheel_loads(x, p, g)[:, 0]
     for _ in range(int(round(t / hdt))):
-        a_cmd = 2.0 * (v - x[:, DYN4.VX])
-        x = dyn4_step(x, torch.stack((torch.zeros_like(a_cmd), a_cmd), -1), p, g, hdt)
+        x = _hold_speed(x, v, p, g, hdt)
         peak = torch.maximum(peak, wheel_loads(x, p, g)[:, 0])
     return (peak / p.Fz0[..., 0]).numpy()
 
