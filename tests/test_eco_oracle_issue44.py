@@ -46,3 +46,29 @@ def test_the_eco_oracle_beats_the_plan_it_starts_from_and_its_actions_replay():
     ev = evaluate(lambda obs: next(acts), dict(SHORT, dtype="float64", engine="torch"), seeds=seeds)
     assert ev.arrival[0] <= SHORT["time_budget"]
     assert task_metric(ev, SHORT["time_budget"])[0] == pytest.approx(r.litres[0], rel=1e-9)
+
+
+def test_the_recorded_eco_oracle_is_the_reports():
+    """docs/eco_v2_oracle.json (``python benchmarks/oracle.py eco_v2``, once on the 16 held-out
+    courses): on every course no more fuel than the tuned plan it starts from (to rounding), and that start is
+    the report's eco speed plan; the learning report's Eco-v2 entry reads it (the oracle's
+    figures, the plan's and every learner's paired gap to it); the 3 % oracle target stays
+    Race-v1's."""
+    import json
+    from pathlib import Path
+
+    from dyn4_gym import cli
+    from dyn4_gym.agents.evaluation import EVAL_SEEDS
+    from dyn4_gym.agents.stats import iqm
+
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    ref = json.loads((docs / "eco_v2_oracle.json").read_text())
+    litres, start = (np.array([np.inf if v is None else v for v in ref[k]]) for k in ("litres", "start_litres"))
+    assert ref["task"] == "Dyn4HumveeEco-v2" and ref["eval_seeds"] == list(EVAL_SEEDS)
+    # its iteration 0 is the start to rounding (the plan's clock recomputed in torch: 1e-9 relative)
+    assert np.all(litres <= start * (1.0 + 1e-7)) and ref["held_out"]["iqm"] == pytest.approx(iqm(litres))
+    s = cli.strict_json((docs / "learning_summary.json").read_text())["eco_v2"]
+    assert s["oracle"]["iqm"] == pytest.approx(iqm(litres)) and s["oracle"]["counted"] == np.isfinite(litres).mean()
+    assert s["strong_baseline"]["iqm"] == pytest.approx(iqm(start), rel=1e-6)  # torch here, Numba there: 1e-9
+    assert s["strong_baseline"]["vs_oracle"]["gain"] <= 0.0
+    assert all("vs_oracle" in v for v in s["target"]["methods"].values()) and "oracle" not in s["target"]
