@@ -127,7 +127,7 @@ def test_the_finite_horizon_critic_ends_the_horizon_at_the_step_limit(tmp_path, 
     for bad in (1, "yes", None):
         with pytest.raises(ValueError, match="finite_horizon"):
             SHACConfig(finite_horizon=bad).validate()
-    agent = SHAC(replace(cfg, finite_horizon=True), kw)
+    agent = SHAC(replace(cfg, finite_horizon=True), dict(kw, sync_free=False))  # the env's own keyword, not config
     agent.save(str(tmp_path / "f.pt"))
     assert SHAC.load(str(tmp_path / "f.pt")).config.finite_horizon is True
 

@@ -299,7 +299,8 @@ class SHAC:
         self.config = config
         self.env_kwargs = dict(env_kwargs or {})
         # refused before the env is built (a compiled env's first build is the costly part)
-        if config.finite_horizon and not EnvConfig.from_dict(self.env_kwargs).observe_clock:
+        env_cfg = {k: v for k, v in self.env_kwargs.items() if k != "sync_free"}  # the rest is the env's config
+        if config.finite_horizon and not EnvConfig.from_dict(env_cfg).observe_clock:
             raise ValueError("SHACConfig.finite_horizon needs an env that observes the clock (observe_clock=True, "
                              "the eco tasks from -v1): without it the time left is not in the critic's input")
         torch.manual_seed(config.seed)
