@@ -826,7 +826,7 @@ def report_limit(task: str, rows, scale: float = 1.0) -> dict:
               + (f", mean {_fmt_gain(vs_strong, 'mean_gain')}" if cap else "")
               + f", {what} {vs_strong['finish_diff']:+.0%} [{vs_strong['finish_diff_ci95'][0]:+.0%}, "
                 f"{vs_strong['finish_diff_ci95'][1]:+.0%}]: {'beats it' if vs_strong['beats'] else 'does not beat it'}")
-        if oracle is not None:  # the gap to what this plant allows on the course (issue 44: within 3 %)
+        if oracle is not None:  # the gap to what this plant allows on the course (Race-v1's target: within 3 %)
             v["vs_oracle"] = vs_oracle = _paired(table, oracle, cap)
             print(f"          against the oracle: IQM {_fmt_gain(vs_oracle)}"
                   + (f", mean {_fmt_gain(vs_oracle, 'mean_gain')}" if cap else "") + f", {what} {vs_oracle['finish_diff']:+.0%}")
