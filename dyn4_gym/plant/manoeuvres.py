@@ -139,7 +139,6 @@ def mu_split_stop(p, g: Ground, v0: float = 20.0, hdt: float = 0.01, t: float = 
     return dict(yaw=float(tr[-1, DYN4.PSI]), trace=tr.numpy(), books=books)
 
 
-@torch.no_grad()
 def _bump_ahead(p, v: float, height: float, radius: float):
     """The bump of :func:`bump` and :func:`bump_peaks`: on the front-left wheel's track, its
     centre ``2 + v`` m ahead of the origin (a second's drive from a car started there at ``v``)."""
@@ -154,6 +153,7 @@ def _hold_speed(x, v: float, p, g, hdt: float, books: bool = False):
     return dyn4_step(x, torch.stack((torch.zeros_like(a_cmd), a_cmd), -1), p, g, hdt, books=books)
 
 
+@torch.no_grad()
 def bump(p, height: float = 0.1, v: float = 5.0, hdt: float = 0.01, t: float = 3.0) -> dict:
     """Drive straight at ``v`` over a bump under the front-left wheel's track.
 
